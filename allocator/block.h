@@ -1,0 +1,56 @@
+// The allocator's bookkeeping records (internal): a Block is a run of bytes inside a
+// Segment; neighbouring blocks of a segment are linked in address order so that a freed
+// block merges with free neighbours in O(1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "allocator/backend.h"
+#include "allocator/stats.h"
+
+namespace frugal::alloc {
+
+struct Segment;
+class FreeIndex;
+
+struct Block {
+  std::uintptr_t address = 0;
+  std::size_t size = 0;       // bytes, a multiple of 512
+  std::size_t requested = 0;  // what the user asked for; 0 while free
+  StreamId stream = 0;
+  Segment* segment = nullptr;
+  Block* prev = nullptr;  // address-order neighbours in the segment
+  Block* next = nullptr;
+  Block* link_prev = nullptr;  // links in a free list (FreeIndex) or a segment's unmapped list
+  Block* link_next = nullptr;
+  bool allocated = false;
+  bool mapped = true;      // false: reserved address space with no memory behind it
+  int pending_events = 0;  // freed, but other streams may still use it
+  std::uint64_t free_tick = 0;  // allocation counter when it became free (age for GC)
+  std::uint64_t trace_id = 0;
+  std::vector<StreamId> stream_uses;  // streams other than `stream` that used it
+
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+  // Free, with memory behind it: it may serve an allocation.
+  bool is_cached() const { return !allocated && pending_events == 0 && mapped; }
+  std::uintptr_t end() const { return address + size; }
+};
+
+// One device allocation, or one expandable virtual range (mapped on demand).
+struct Segment {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;    // bytes of address space
+  std::size_t mapped = 0;  // bytes with memory behind them (== size unless expandable)
+  PoolKind pool = PoolKind::kLarge;
+  StreamId stream = 0;
+  bool expandable = false;
+  FreeIndex* free_blocks = nullptr;  // where this segment's cached blocks are indexed
+  Block* first = nullptr;           // lowest-address block
+  Block* unmapped_head = nullptr;   // expandable: the unmapped blocks, via link_*
+  Segment* prev_segment = nullptr;  // all segments of an allocator
+  Segment* next_segment = nullptr;
+};
+
+}  // namespace frugal::alloc

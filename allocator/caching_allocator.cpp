@@ -1,0 +1,566 @@
+// The caching allocator's hot path and policy: find a cached block by best fit, split it,
+// and on free merge it with its free neighbours; go to the device only on a cache miss,
+// and when the device refuses, release the cache and retry before reporting out of memory.
+#include "allocator/caching_allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <mutex>
+
+#include "allocator/block.h"
+#include "allocator/free_index.h"
+#include "allocator/stream_pool.h"
+#include "common/error.h"
+
+namespace frugal::alloc {
+
+namespace {
+constexpr std::size_t kMaxRequest = std::size_t{1} << 48;
+int pool_index(PoolKind kind) { return static_cast<int>(kind); }
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorConfig config)
+    : backend_(std::move(backend)), config_(config) {
+  FRUGAL_CHECK(backend_ != nullptr, "CachingAllocator: backend is null");
+  pools_[0] = std::make_unique<Pool>();
+  pools_[1] = std::make_unique<Pool>();
+  if (!backend_->supports_virtual_memory()) config_.expandable_segments = false;
+  stats_.max_split_size = config_.max_split_size == std::numeric_limits<std::size_t>::max()
+                              ? -1
+                              : static_cast<std::int64_t>(config_.max_split_size);
+}
+
+CachingAllocator::~CachingAllocator() {
+  for (const PendingFree& p : pending_) backend_->destroy_event(p.event);
+  while (segments_ != nullptr) {
+    Segment* seg = segments_;
+    if (seg->expandable) {
+      // Unmap every mapped run, then give the address range back.
+      for (Block* b = seg->first; b != nullptr;) {
+        std::uintptr_t run_begin = b->address;
+        while (b != nullptr && b->mapped) b = b->next;
+        const std::uintptr_t run_end = b == nullptr ? seg->base + seg->size : b->address;
+        if (run_end > run_begin) {
+          backend_->unmap(reinterpret_cast<void*>(run_begin), run_end - run_begin);
+        }
+        while (b != nullptr && !b->mapped) b = b->next;
+      }
+      backend_->release_address_range(reinterpret_cast<void*>(seg->base), seg->size);
+    } else {
+      backend_->deallocate(reinterpret_cast<void*>(seg->base), seg->size);
+    }
+    unlink_segment(seg);
+    delete seg;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sizes and pools
+
+std::size_t CachingAllocator::round_size(std::size_t bytes) const {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  const std::size_t divisions = config_.roundup_divisions_for(bytes);
+  if (divisions > 1 && bytes > kMinBlockSize * divisions && !std::has_single_bit(bytes)) {
+    // Round up to the next of `divisions` equal steps between two powers of two, so that
+    // nearby sizes share blocks (PyTorch's roundup_power2_divisions).
+    const std::size_t floor = std::bit_floor(bytes);
+    const std::size_t step = floor / divisions;
+    return (bytes + step - 1) / step * step;
+  }
+  return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+std::size_t CachingAllocator::segment_size_for(std::size_t size) const {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+CachingAllocator::StreamPool& CachingAllocator::stream_pool(PoolKind kind, StreamId stream) {
+  Pool& pool = *pools_[pool_index(kind)];
+  if (pool.last_used != nullptr && pool.last_used->stream == stream) return *pool.last_used;
+  for (auto& sp : pool.streams) {
+    if (sp->stream == stream) return *(pool.last_used = sp.get());
+  }
+  auto sp = std::make_unique<StreamPool>();
+  sp->kind = kind;
+  sp->stream = stream;
+  pool.streams.push_back(std::move(sp));
+  return *(pool.last_used = pool.streams.back().get());
+}
+
+bool CachingAllocator::within_limit(std::size_t extra) const {
+  return static_cast<std::size_t>(stats_.reserved_bytes.all().current) + extra <=
+         memory_limit_locked();
+}
+
+// ---------------------------------------------------------------------------------------
+// allocate / free
+
+Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
+  if (bytes == 0) return {};
+  std::lock_guard<SpinMutex> lock(mutex_);
+  if (!pending_.empty()) process_events(false);
+  if (bytes > kMaxRequest) {
+    ++stats_.num_ooms;
+    throw OutOfMemoryError(report_locked(bytes));
+  }
+  const std::size_t size = round_size(bytes);
+  StreamPool& sp = stream_pool(size <= kSmallSize ? PoolKind::kSmall : PoolKind::kLarge, stream);
+  ++tick_;
+  Block* block = find_cached_block(sp, size);
+  if (block == nullptr) block = obtain_block(sp, size, bytes);
+  take_block(block, size, bytes);
+  if (observer_ != nullptr) {
+    block->trace_id = next_trace_id_++;
+    observer_->on_allocate(block->trace_id, bytes, stream);
+  }
+  return Allocation{reinterpret_cast<void*>(block->address), block, bytes};
+}
+
+Block* CachingAllocator::find_cached_block(StreamPool& sp, std::size_t size) {
+  Block* block = sp.free_blocks.best_fit(size);
+  if (block == nullptr) return nullptr;
+  // Big unsplittable blocks serve only big requests, and only with bounded waste.
+  if (size < config_.max_split_size && block->size >= config_.max_split_size) return nullptr;
+  if (size >= config_.max_split_size && block->size >= size + config_.max_non_split_rounding) {
+    return nullptr;
+  }
+  index_erase(block);
+  return block;
+}
+
+Block* CachingAllocator::obtain_block(StreamPool& sp, std::size_t size, std::size_t requested) {
+  if (config_.garbage_collection_threshold > 0) garbage_collect(size);
+  auto from_device = [&]() -> Block* {
+    return config_.expandable_segments ? grow_expandable(sp, size)
+                                       : new_segment(sp, segment_size_for(size));
+  };
+  Block* block = from_device();
+  if (block == nullptr) {
+    // The device said no: give back everything cached (after the streams that still use
+    // freed blocks have finished), then ask once more.
+    release_cached(/*wait_for_events=*/true);
+    ++stats_.num_alloc_retries;
+    block = from_device();
+  }
+  if (block == nullptr) {
+    ++stats_.num_ooms;
+    throw OutOfMemoryError(report_locked(requested));
+  }
+  return block;
+}
+
+Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
+  if (!within_limit(size)) return nullptr;
+  void* ptr = backend_->allocate(size);
+  if (ptr == nullptr) return nullptr;
+  ++stats_.num_device_alloc;
+  auto* seg = new Segment;
+  seg->base = reinterpret_cast<std::uintptr_t>(ptr);
+  seg->size = seg->mapped = size;
+  seg->pool = sp.kind;
+  seg->stream = sp.stream;
+  seg->free_blocks = &sp.free_blocks;
+  link_segment(seg);
+  Block* block = new_block();
+  block->address = seg->base;
+  block->size = size;
+  block->stream = sp.stream;
+  block->segment = seg;
+  seg->first = block;
+  stats_.segment.increase(sp.kind, 1);
+  stats_.reserved_bytes.increase(sp.kind, static_cast<std::int64_t>(size));
+  if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
+  return block;
+}
+
+void CachingAllocator::take_block(Block* block, std::size_t size, std::size_t requested) {
+  Segment* seg = block->segment;
+  const std::size_t remaining = block->size - size;
+  const bool split = (seg->expandable || seg->pool == PoolKind::kSmall)
+                         ? remaining >= kMinBlockSize
+                         : size < config_.max_split_size && remaining > kSmallSize;
+  if (split) {
+    Block* rest = new_block();
+    rest->address = block->address + size;
+    rest->size = remaining;
+    rest->stream = block->stream;
+    rest->segment = seg;
+    rest->free_tick = block->free_tick;
+    rest->prev = block;
+    rest->next = block->next;
+    if (block->next != nullptr) block->next->prev = rest;
+    block->next = rest;
+    block->size = size;
+    index_insert(rest);
+  }
+  block->allocated = true;
+  block->requested = requested;
+  const PoolKind kind = seg->pool;
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  stats_.allocation.increase(kind, 1);
+  stats_.allocated_bytes.increase(kind, bytes);
+  stats_.active.increase(kind, 1);
+  stats_.active_bytes.increase(kind, bytes);
+  stats_.requested_bytes.increase(kind, static_cast<std::int64_t>(requested));
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+}
+
+void CachingAllocator::free(const Allocation& allocation) {
+  Block* block = allocation.block;
+  if (block == nullptr) return;
+  std::lock_guard<SpinMutex> lock(mutex_);
+  FRUGAL_CHECK(block->allocated, "CachingAllocator::free: the block at " +
+                                     std::to_string(block->address) + " is not allocated"
+                                     " (double free?)");
+  if (observer_ != nullptr) observer_->on_free(block->trace_id);
+  const PoolKind kind = block->segment->pool;
+  const auto bytes = static_cast<std::int64_t>(block->size);
+  block->allocated = false;
+  stats_.allocation.decrease(kind, 1);
+  stats_.allocated_bytes.decrease(kind, bytes);
+  stats_.requested_bytes.decrease(kind, static_cast<std::int64_t>(block->requested));
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
+  block->requested = 0;
+  if (!block->stream_uses.empty()) {
+    // Other streams may still read or write it: reusable once their current work is done.
+    for (StreamId s : block->stream_uses) {
+      pending_.push_back(PendingFree{backend_->record_event(s), block});
+      ++block->pending_events;
+    }
+    block->stream_uses.clear();
+    return;
+  }
+  stats_.active.decrease(kind, 1);
+  stats_.active_bytes.decrease(kind, bytes);
+  cache_block(block);
+}
+
+void CachingAllocator::record_stream(const Allocation& allocation, StreamId stream) {
+  Block* block = allocation.block;
+  if (block == nullptr) return;
+  std::lock_guard<SpinMutex> lock(mutex_);
+  FRUGAL_CHECK(block->allocated, "record_stream: the block is not allocated");
+  if (stream == block->stream) return;
+  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
+      block->stream_uses.end()) {
+    block->stream_uses.push_back(stream);
+  }
+}
+
+void CachingAllocator::process_events(bool wait) {
+  for (std::size_t i = 0; i < pending_.size();) {
+    const PendingFree p = pending_[i];
+    const bool done =
+        wait ? backend_->wait_event(p.event) : backend_->event_completed(p.event);
+    if (!done) {
+      ++i;
+      continue;
+    }
+    backend_->destroy_event(p.event);
+    pending_[i] = pending_.back();
+    pending_.pop_back();
+    if (--p.block->pending_events == 0) {
+      const PoolKind kind = p.block->segment->pool;
+      stats_.active.decrease(kind, 1);
+      stats_.active_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
+      cache_block(p.block);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The cache: merging and indexing free blocks
+
+void CachingAllocator::cache_block(Block* block) {
+  block = merge_free_neighbours(block);
+  block->free_tick = tick_;
+  index_insert(block);
+}
+
+Block* CachingAllocator::merge_free_neighbours(Block* block) {
+  if (Block* prev = block->prev; prev != nullptr && prev->is_cached()) {
+    index_erase(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (block->next != nullptr) block->next->prev = prev;
+    delete_block(block);
+    block = prev;
+  }
+  if (Block* next = block->next; next != nullptr && next->is_cached()) {
+    index_erase(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next != nullptr) next->next->prev = block;
+    delete_block(next);
+  }
+  return block;
+}
+
+// A cached block's bytes that empty_cache() could not give back: all of it when it shares a
+// segment with other blocks, or, in an expandable segment, the parts of granules it shares
+// with neighbours. These are PyTorch's "inactive_split" (non-releasable) stats.
+std::size_t CachingAllocator::non_releasable_bytes(const Block* block) const {
+  if (!block->segment->expandable) return block->is_split() ? block->size : 0;
+  const std::size_t g = backend_->mapping_granularity();
+  const std::uintptr_t g0 = (block->address + g - 1) / g * g, g1 = block->end() / g * g;
+  return g1 > g0 ? block->size - (g1 - g0) : block->size;
+}
+
+void CachingAllocator::index_insert(Block* block) {
+  block->segment->free_blocks->insert(block);
+  if (const std::size_t bytes = non_releasable_bytes(block)) {
+    stats_.inactive_split.increase(block->segment->pool, 1);
+    stats_.inactive_split_bytes.increase(block->segment->pool, static_cast<std::int64_t>(bytes));
+  }
+}
+
+void CachingAllocator::index_erase(Block* block) {
+  block->segment->free_blocks->erase(block);
+  if (const std::size_t bytes = non_releasable_bytes(block)) {
+    stats_.inactive_split.decrease(block->segment->pool, 1);
+    stats_.inactive_split_bytes.decrease(block->segment->pool, static_cast<std::int64_t>(bytes));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Giving memory back
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  release_cached(/*wait_for_events=*/false);
+}
+
+std::size_t CachingAllocator::release_cached(bool wait_for_events) {
+  if (!pending_.empty()) {
+    if (wait_for_events) ++stats_.num_sync_all_streams;
+    process_events(wait_for_events);
+  }
+  std::size_t released = 0;
+  for (Segment* seg = segments_; seg != nullptr;) {
+    Segment* next = seg->next_segment;
+    released += seg->expandable ? unmap_free_pages(seg) : release_segment_if_free(seg);
+    seg = next;
+  }
+  return released;
+}
+
+std::size_t CachingAllocator::release_segment_if_free(Segment* seg) {
+  Block* block = seg->first;
+  if (!block->is_cached() || block->next != nullptr) return 0;
+  index_erase(block);
+  backend_->deallocate(reinterpret_cast<void*>(seg->base), seg->size);
+  ++stats_.num_device_free;
+  stats_.segment.decrease(seg->pool, 1);
+  stats_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(seg->size));
+  if (seg->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
+  const std::size_t released = seg->size;
+  delete_block(block);
+  unlink_segment(seg);
+  delete seg;
+  return released;
+}
+
+void CachingAllocator::garbage_collect(std::size_t needed) {
+  // Like PyTorch's garbage_collection_threshold: once reserved memory passes the threshold
+  // of the limit, release the releasable free blocks that have waited longest for reuse
+  // (older than the average age), until back under the threshold.
+  const auto threshold =
+      static_cast<std::size_t>(config_.garbage_collection_threshold * memory_limit_locked());
+  const auto reserved = static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+  if (reserved + needed <= threshold) return;
+  const std::size_t target = reserved + needed - threshold;
+  std::size_t reclaimed = 0;
+  while (reclaimed < target) {
+    std::vector<std::pair<std::uint64_t, Segment*>> candidates;  // age, segment
+    std::uint64_t total_age = 0;
+    for (Segment* seg = segments_; seg != nullptr; seg = seg->next_segment) {
+      if (seg->expandable || seg->pool != PoolKind::kLarge) continue;
+      if (seg->first->is_cached() && seg->first->next == nullptr) {
+        const std::uint64_t age = tick_ - seg->first->free_tick;
+        candidates.emplace_back(age, seg);
+        total_age += age;
+      }
+    }
+    bool any_expandable_cache = false;
+    for (Segment* seg = segments_; seg != nullptr; seg = seg->next_segment) {
+      any_expandable_cache |= seg->expandable && seg->mapped > 0;
+    }
+    if (candidates.empty()) {
+      // Expandable segments: unmap the free pages instead.
+      if (any_expandable_cache) {
+        for (Segment* seg = segments_; seg != nullptr; seg = seg->next_segment) {
+          if (seg->expandable) reclaimed += unmap_free_pages(seg);
+        }
+      }
+      return;
+    }
+    const double average = static_cast<double>(total_age) / candidates.size();
+    for (auto [age, seg] : candidates) {
+      if (static_cast<double>(age) >= average && reclaimed < target) {
+        reclaimed += release_segment_if_free(seg);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits, stats, reports
+
+void CachingAllocator::set_memory_limit(std::size_t bytes) {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  limit_ = bytes;
+}
+
+void CachingAllocator::set_memory_fraction(double fraction) {
+  FRUGAL_CHECK(fraction > 0.0 && fraction <= 1.0,
+               "set_memory_fraction: the fraction must be in (0, 1], got " +
+                   std::to_string(fraction));
+  std::lock_guard<SpinMutex> lock(mutex_);
+  limit_ = static_cast<std::size_t>(fraction * static_cast<double>(backend_->total_memory()));
+}
+
+std::size_t CachingAllocator::memory_limit() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return memory_limit_locked();
+}
+
+std::size_t CachingAllocator::memory_limit_locked() const {
+  const std::size_t total = backend_->total_memory();
+  return limit_ == 0 ? total : std::min(limit_, total);
+}
+
+DeviceStats CachingAllocator::stats() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return stats_;
+}
+
+std::size_t CachingAllocator::memory_allocated() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return static_cast<std::size_t>(stats_.allocated_bytes.all().current);
+}
+
+std::size_t CachingAllocator::memory_reserved() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+}
+
+void CachingAllocator::reset_peak_memory_stats() {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
+                       &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
+                       &stats_.active_bytes, &stats_.inactive_split_bytes,
+                       &stats_.requested_bytes}) {
+    for (Stat& s : a->by_type) s.reset_peak();
+  }
+  stats_.oversize_allocations.reset_peak();
+  stats_.oversize_segments.reset_peak();
+}
+
+void CachingAllocator::reset_accumulated_memory_stats() {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
+                       &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
+                       &stats_.active_bytes, &stats_.inactive_split_bytes,
+                       &stats_.requested_bytes}) {
+    for (Stat& s : a->by_type) s.reset_accumulated();
+  }
+  stats_.oversize_allocations.reset_accumulated();
+  stats_.oversize_segments.reset_accumulated();
+  stats_.num_alloc_retries = stats_.num_ooms = stats_.num_sync_all_streams = 0;
+  stats_.num_device_alloc = stats_.num_device_free = 0;
+}
+
+std::size_t CachingAllocator::largest_free_block_locked() const {
+  std::size_t largest = 0;
+  for (const auto& pool : pools_) {
+    for (const auto& sp : pool->streams) {
+      if (const Block* b = sp->free_blocks.largest()) largest = std::max(largest, b->size);
+    }
+  }
+  return largest;
+}
+
+MemoryReport CachingAllocator::memory_report(std::size_t bytes) const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return report_locked(bytes);
+}
+
+MemoryReport CachingAllocator::report_locked(std::size_t bytes) const {
+  MemoryReport r;
+  r.device = backend_->name();
+  r.requested = bytes;
+  r.capacity = backend_->total_memory();
+  r.limit = memory_limit_locked();
+  r.allocated = static_cast<std::size_t>(stats_.allocated_bytes.all().current);
+  r.reserved = static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+  r.largest_free_block = largest_free_block_locked();
+  r.expandable_segments = config_.expandable_segments;
+  return r;
+}
+
+std::vector<SegmentInfo> CachingAllocator::snapshot() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  std::vector<SegmentInfo> out;
+  for (const Segment* seg = segments_; seg != nullptr; seg = seg->next_segment) {
+    SegmentInfo info;
+    info.address = seg->base;
+    info.size = seg->size;
+    info.mapped = seg->mapped;
+    info.pool = seg->pool;
+    info.stream = seg->stream;
+    info.expandable = seg->expandable;
+    for (const Block* b = seg->first; b != nullptr; b = b->next) {
+      info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped,
+                             b->pending_events > 0});
+    }
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SegmentInfo& a, const SegmentInfo& b) { return a.address < b.address; });
+  return out;
+}
+
+void CachingAllocator::set_observer(AllocationObserver* observer) {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  observer_ = observer;
+}
+
+// ---------------------------------------------------------------------------------------
+// Bookkeeping records
+
+void CachingAllocator::link_segment(Segment* seg) {
+  seg->prev_segment = nullptr;
+  seg->next_segment = segments_;
+  if (segments_ != nullptr) segments_->prev_segment = seg;
+  segments_ = seg;
+}
+
+void CachingAllocator::unlink_segment(Segment* seg) {
+  if (seg->prev_segment != nullptr) seg->prev_segment->next_segment = seg->next_segment;
+  else segments_ = seg->next_segment;
+  if (seg->next_segment != nullptr) seg->next_segment->prev_segment = seg->prev_segment;
+}
+
+Block* CachingAllocator::new_block() {
+  if (spare_blocks_.empty()) {
+    constexpr std::size_t kChunk = 256;
+    block_chunks_.push_back(std::make_unique<Block[]>(kChunk));
+    Block* chunk = block_chunks_.back().get();
+    for (std::size_t i = 0; i < kChunk; ++i) spare_blocks_.push_back(&chunk[kChunk - 1 - i]);
+  }
+  Block* block = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return block;
+}
+
+void CachingAllocator::delete_block(Block* block) {
+  std::vector<StreamId> uses = std::move(block->stream_uses);
+  *block = Block{};
+  uses.clear();
+  block->stream_uses = std::move(uses);  // keep its capacity for the next user
+  spare_blocks_.push_back(block);
+}
+
+}  // namespace frugal::alloc

@@ -1,0 +1,80 @@
+// Host memory through mmap: aligned segments with transparent huge pages, and reserved
+// address ranges whose pages are committed and dropped on demand (expandable segments).
+#include "allocator/host_backend.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace frugal::alloc {
+
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m; }
+
+// Maps `bytes` of fresh memory aligned to `alignment` by over-mapping and trimming.
+void* map_aligned(std::size_t bytes, std::size_t alignment, int protection, int extra_flags) {
+  const std::size_t span = bytes + alignment;
+  void* raw = mmap(nullptr, span, protection, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = round_up(start, alignment);
+  if (aligned > start) munmap(raw, aligned - start);
+  const std::uintptr_t end = aligned + bytes;
+  if (start + span > end) munmap(reinterpret_cast<void*>(end), start + span - end);
+  return reinterpret_cast<void*>(aligned);
+}
+
+}  // namespace
+
+HostBackend::HostBackend() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  total_memory_ = pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * page_size : 0;
+}
+
+void* HostBackend::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const bool huge = bytes >= kHugePage;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  void* ptr = map_aligned(round_up(bytes, huge ? kHugePage : page), huge ? kHugePage : page,
+                          PROT_READ | PROT_WRITE, 0);
+  if (ptr != nullptr && huge) madvise(ptr, round_up(bytes, kHugePage), MADV_HUGEPAGE);
+  return ptr;
+}
+
+void HostBackend::deallocate(void* ptr, std::size_t bytes) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+  munmap(ptr, round_up(bytes, bytes >= kHugePage ? kHugePage : page));
+}
+
+void* HostBackend::reserve_address_range(std::size_t bytes) {
+  void* base = map_aligned(bytes, mapping_granularity(), PROT_NONE, MAP_NORESERVE);
+  if (base == nullptr) {
+    throw Error("cpu: could not reserve " + std::to_string(bytes) +
+                " bytes of address space: " + std::strerror(errno));
+  }
+  return base;
+}
+
+void HostBackend::release_address_range(void* base, std::size_t bytes) { munmap(base, bytes); }
+
+bool HostBackend::map(void* addr, std::size_t bytes) {
+  if (mprotect(addr, bytes, PROT_READ | PROT_WRITE) != 0) return false;
+  madvise(addr, bytes, MADV_HUGEPAGE);
+  return true;
+}
+
+void HostBackend::unmap(void* addr, std::size_t bytes) {
+  // Drop the pages (the next touch gets fresh zero pages) and fence the range off again.
+  madvise(addr, bytes, MADV_DONTNEED);
+  mprotect(addr, bytes, PROT_NONE);
+}
+
+}  // namespace frugal::alloc

@@ -1,0 +1,40 @@
+// Host (CPU) memory for tensors, obtained straight from the kernel with mmap. Segments of
+// 2 MiB and more are 2 MiB-aligned and advised to use transparent huge pages, because on a
+// virtual machine every fresh 4 KiB page costs a fault when first touched; the caching
+// allocator above keeps them resident, so a training loop faults its memory in once.
+#pragma once
+
+#include "allocator/backend.h"
+#include "allocator/manual_events.h"
+
+namespace frugal::alloc {
+
+class HostBackend : public Backend {
+ public:
+  HostBackend();
+
+  std::string name() const override { return "cpu"; }
+  std::size_t total_memory() const override { return total_memory_; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) override;
+
+  bool supports_virtual_memory() const override { return true; }
+  void* reserve_address_range(std::size_t bytes) override;
+  void release_address_range(void* base, std::size_t bytes) override;
+  bool map(void* addr, std::size_t bytes) override;
+  void unmap(void* addr, std::size_t bytes) override;
+
+  // CPU work is synchronous: events complete when recorded, unless a test makes them manual.
+  EventHandle record_event(StreamId stream) override { return events_.record(stream); }
+  bool event_completed(EventHandle e) override { return events_.completed(e); }
+  bool wait_event(EventHandle e) override { return events_.completed(e); }
+  void destroy_event(EventHandle e) override { events_.destroy(e); }
+  ManualEvents& events() { return events_; }
+
+ private:
+  std::size_t total_memory_;
+  ManualEvents events_;
+};
+
+}  // namespace frugal::alloc

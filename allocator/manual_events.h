@@ -1,0 +1,41 @@
+// Events for backends without real asynchronous streams (host memory, the simulated
+// device). By default an event completes when recorded, as CPU work is synchronous; in
+// manual mode events stay pending until a test completes them, which lets tests drive
+// stream-deferred reuse step by step.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "allocator/backend.h"
+
+namespace frugal::alloc {
+
+class ManualEvents {
+ public:
+  // false: events complete at once (the default); true: they wait for complete_*().
+  void set_manual(bool manual);
+  bool manual() const;
+
+  EventHandle record(StreamId stream);
+  bool completed(EventHandle event) const;
+  void destroy(EventHandle event);
+
+  // Completes every pending event recorded on `stream` / on any stream.
+  void complete_stream(StreamId stream);
+  void complete_all();
+  std::size_t pending() const;
+
+ private:
+  struct Event {
+    StreamId stream;
+    bool done;
+  };
+  mutable std::mutex mutex_;
+  bool manual_ = false;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Event> events_;
+};
+
+}  // namespace frugal::alloc

@@ -1,0 +1,22 @@
+# Installation: libraries, headers and tools, plus a CMake package so that
+# find_package(frugal) + target_link_libraries(app frugal::frugal) works.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS frugal frugal_options frugal_common frugal_allocator
+        EXPORT frugalTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+foreach(dir common allocator)
+  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/frugal/${dir}
+          FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(EXPORT frugalTargets NAMESPACE frugal:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/frugal)
+configure_package_config_file(cmake/frugalConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/frugalConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/frugal)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/frugalConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/frugalConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/frugalConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/frugal)
