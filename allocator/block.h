@@ -15,22 +15,26 @@ namespace frugal::alloc {
 struct Segment;
 class FreeIndex;
 
-struct Block {
+// 128 bytes, cache-line aligned; the first line holds everything the allocate/free hot
+// path touches on neighbours and free-list members.
+struct alignas(64) Block {
   std::uintptr_t address = 0;
-  std::size_t size = 0;       // bytes, a multiple of 512
-  std::size_t requested = 0;  // what the user asked for; 0 while free
-  StreamId stream = 0;
-  Segment* segment = nullptr;
-  Block* prev = nullptr;  // address-order neighbours in the segment
+  std::size_t size = 0;        // bytes, a multiple of 512
+  Segment* segment = nullptr;  // also gives the block's pool and stream
+  Block* prev = nullptr;       // address-order neighbours in the segment
   Block* next = nullptr;
   Block* link_prev = nullptr;  // links in a free list (FreeIndex) or a segment's unmapped list
   Block* link_next = nullptr;
   bool allocated = false;
-  bool mapped = true;      // false: reserved address space with no memory behind it
-  int pending_events = 0;  // freed, but other streams may still use it
+  bool mapped = true;               // false: reserved address space with no memory behind it
+  std::int32_t pending_events = 0;  // freed, but other streams may still use it
+  // -- second cache line: the block's own history --
+  std::size_t requested = 0;    // what the user asked for; 0 while free
   std::uint64_t free_tick = 0;  // allocation counter when it became free (age for GC)
   std::uint64_t trace_id = 0;
-  std::vector<StreamId> stream_uses;  // streams other than `stream` that used it
+  // Streams other than the segment's that used the block (record_stream). Rare, so created
+  // only when needed; owned by the block and deleted when the block is freed.
+  std::vector<StreamId>* stream_uses = nullptr;
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   // Free, with memory behind it: it may serve an allocation.

@@ -9,14 +9,14 @@
 
 #include "allocator/block.h"
 #include "allocator/free_index.h"
-#include "allocator/stream_pool.h"
+#include "allocator/live_stats.h"
+#include "allocator/pools.h"
 #include "common/error.h"
 
 namespace frugal::alloc {
 
 namespace {
 constexpr std::size_t kMaxRequest = std::size_t{1} << 48;
-int pool_index(PoolKind kind) { return static_cast<int>(kind); }
 }  // namespace
 
 CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorConfig config)
@@ -25,15 +25,17 @@ CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorCo
   pools_[0] = std::make_unique<Pool>();
   pools_[1] = std::make_unique<Pool>();
   if (!backend_->supports_virtual_memory()) config_.expandable_segments = false;
-  stats_.max_split_size = config_.max_split_size == std::numeric_limits<std::size_t>::max()
-                              ? -1
-                              : static_cast<std::int64_t>(config_.max_split_size);
+  granularity_ = backend_->mapping_granularity();
+  for (std::size_t d : config_.roundup_power2_divisions) roundup_enabled_ |= d > 1;
+  FRUGAL_CHECK(std::has_single_bit(granularity_),
+               "CachingAllocator: the backend's mapping granularity must be a power of two");
 }
 
 CachingAllocator::~CachingAllocator() {
   for (const PendingFree& p : pending_) backend_->destroy_event(p.event);
   while (segments_ != nullptr) {
     Segment* seg = segments_;
+    for (Block* b = seg->first; b != nullptr; b = b->next) delete b->stream_uses;
     if (seg->expandable) {
       // Unmap every mapped run, then give the address range back.
       for (Block* b = seg->first; b != nullptr;) {
@@ -57,7 +59,7 @@ CachingAllocator::~CachingAllocator() {
 // ---------------------------------------------------------------------------------------
 // Sizes and pools
 
-std::size_t CachingAllocator::round_size(std::size_t bytes) const {
+std::size_t CachingAllocator::round_size_with_divisions(std::size_t bytes) const {
   if (bytes < kMinBlockSize) return kMinBlockSize;
   const std::size_t divisions = config_.roundup_divisions_for(bytes);
   if (divisions > 1 && bytes > kMinBlockSize * divisions && !std::has_single_bit(bytes)) {
@@ -76,9 +78,8 @@ std::size_t CachingAllocator::segment_size_for(std::size_t size) const {
   return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
-CachingAllocator::StreamPool& CachingAllocator::stream_pool(PoolKind kind, StreamId stream) {
-  Pool& pool = *pools_[pool_index(kind)];
-  if (pool.last_used != nullptr && pool.last_used->stream == stream) return *pool.last_used;
+CachingAllocator::StreamPool& CachingAllocator::find_stream_pool(Pool& pool, PoolKind kind,
+                                                                 StreamId stream) {
   for (auto& sp : pool.streams) {
     if (sp->stream == stream) return *(pool.last_used = sp.get());
   }
@@ -90,7 +91,7 @@ CachingAllocator::StreamPool& CachingAllocator::stream_pool(PoolKind kind, Strea
 }
 
 bool CachingAllocator::within_limit(std::size_t extra) const {
-  return static_cast<std::size_t>(stats_.reserved_bytes.all().current) + extra <=
+  return static_cast<std::size_t>(live_.reserved_bytes.current_all()) + extra <=
          memory_limit_locked();
 }
 
@@ -102,7 +103,7 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
   std::lock_guard<SpinMutex> lock(mutex_);
   if (!pending_.empty()) process_events(false);
   if (bytes > kMaxRequest) {
-    ++stats_.num_ooms;
+    ++live_.num_ooms;
     throw OutOfMemoryError(report_locked(bytes));
   }
   const std::size_t size = round_size(bytes);
@@ -118,7 +119,7 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
   return Allocation{reinterpret_cast<void*>(block->address), block, bytes};
 }
 
-Block* CachingAllocator::find_cached_block(StreamPool& sp, std::size_t size) {
+FRUGAL_HOT Block* CachingAllocator::find_cached_block(StreamPool& sp, std::size_t size) {
   Block* block = sp.free_blocks.best_fit(size);
   if (block == nullptr) return nullptr;
   // Big unsplittable blocks serve only big requests, and only with bounded waste.
@@ -141,11 +142,11 @@ Block* CachingAllocator::obtain_block(StreamPool& sp, std::size_t size, std::siz
     // The device said no: give back everything cached (after the streams that still use
     // freed blocks have finished), then ask once more.
     release_cached(/*wait_for_events=*/true);
-    ++stats_.num_alloc_retries;
+    ++live_.num_alloc_retries;
     block = from_device();
   }
   if (block == nullptr) {
-    ++stats_.num_ooms;
+    ++live_.num_ooms;
     throw OutOfMemoryError(report_locked(requested));
   }
   return block;
@@ -155,7 +156,7 @@ Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
   if (!within_limit(size)) return nullptr;
   void* ptr = backend_->allocate(size);
   if (ptr == nullptr) return nullptr;
-  ++stats_.num_device_alloc;
+  ++live_.num_device_alloc;
   auto* seg = new Segment;
   seg->base = reinterpret_cast<std::uintptr_t>(ptr);
   seg->size = seg->mapped = size;
@@ -166,16 +167,16 @@ Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
   Block* block = new_block();
   block->address = seg->base;
   block->size = size;
-  block->stream = sp.stream;
   block->segment = seg;
   seg->first = block;
-  stats_.segment.increase(sp.kind, 1);
-  stats_.reserved_bytes.increase(sp.kind, static_cast<std::int64_t>(size));
-  if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
+  live_.segment.increase(sp.kind, 1);
+  live_.reserved_bytes.increase(sp.kind, static_cast<std::int64_t>(size));
+  if (size >= config_.max_split_size) live_.oversize_segments.increase(1);
   return block;
 }
 
-void CachingAllocator::take_block(Block* block, std::size_t size, std::size_t requested) {
+FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
+                                             std::size_t requested) {
   Segment* seg = block->segment;
   const std::size_t remaining = block->size - size;
   const bool split = (seg->expandable || seg->pool == PoolKind::kSmall)
@@ -185,9 +186,7 @@ void CachingAllocator::take_block(Block* block, std::size_t size, std::size_t re
     Block* rest = new_block();
     rest->address = block->address + size;
     rest->size = remaining;
-    rest->stream = block->stream;
     rest->segment = seg;
-    rest->free_tick = block->free_tick;
     rest->prev = block;
     rest->next = block->next;
     if (block->next != nullptr) block->next->prev = rest;
@@ -199,12 +198,11 @@ void CachingAllocator::take_block(Block* block, std::size_t size, std::size_t re
   block->requested = requested;
   const PoolKind kind = seg->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
-  stats_.allocation.increase(kind, 1);
-  stats_.allocated_bytes.increase(kind, bytes);
-  stats_.active.increase(kind, 1);
-  stats_.active_bytes.increase(kind, bytes);
-  stats_.requested_bytes.increase(kind, static_cast<std::int64_t>(requested));
-  if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+  live_.allocation.increase(kind, 1);
+  live_.allocated_bytes.increase(kind, bytes);
+  if (live_.pending_count.current_all() != 0) [[unlikely]] live_.note_active_peaks(kind);
+  live_.requested_bytes.increase(kind, static_cast<std::int64_t>(requested));
+  if (block->size >= config_.max_split_size) live_.oversize_allocations.increase(1);
 }
 
 void CachingAllocator::free(const Allocation& allocation) {
@@ -218,22 +216,23 @@ void CachingAllocator::free(const Allocation& allocation) {
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
-  stats_.allocation.decrease(kind, 1);
-  stats_.allocated_bytes.decrease(kind, bytes);
-  stats_.requested_bytes.decrease(kind, static_cast<std::int64_t>(block->requested));
-  if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
+  live_.allocation.decrease(kind, 1);
+  live_.allocated_bytes.decrease(kind, bytes);
+  live_.requested_bytes.decrease(kind, static_cast<std::int64_t>(block->requested));
+  if (block->size >= config_.max_split_size) live_.oversize_allocations.decrease(1);
   block->requested = 0;
-  if (!block->stream_uses.empty()) {
+  if (block->stream_uses != nullptr) [[unlikely]] {
     // Other streams may still read or write it: reusable once their current work is done.
-    for (StreamId s : block->stream_uses) {
+    for (StreamId s : *block->stream_uses) {
       pending_.push_back(PendingFree{backend_->record_event(s), block});
       ++block->pending_events;
     }
-    block->stream_uses.clear();
+    delete block->stream_uses;
+    block->stream_uses = nullptr;
+    live_.pending_count.increase(kind, 1);
+    live_.pending_bytes.increase(kind, bytes);
     return;
   }
-  stats_.active.decrease(kind, 1);
-  stats_.active_bytes.decrease(kind, bytes);
   cache_block(block);
 }
 
@@ -242,11 +241,10 @@ void CachingAllocator::record_stream(const Allocation& allocation, StreamId stre
   if (block == nullptr) return;
   std::lock_guard<SpinMutex> lock(mutex_);
   FRUGAL_CHECK(block->allocated, "record_stream: the block is not allocated");
-  if (stream == block->stream) return;
-  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
-      block->stream_uses.end()) {
-    block->stream_uses.push_back(stream);
-  }
+  if (stream == block->segment->stream) return;
+  if (block->stream_uses == nullptr) block->stream_uses = new std::vector<StreamId>();
+  std::vector<StreamId>& uses = *block->stream_uses;
+  if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
 }
 
 void CachingAllocator::process_events(bool wait) {
@@ -263,8 +261,8 @@ void CachingAllocator::process_events(bool wait) {
     pending_.pop_back();
     if (--p.block->pending_events == 0) {
       const PoolKind kind = p.block->segment->pool;
-      stats_.active.decrease(kind, 1);
-      stats_.active_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
+      live_.pending_count.decrease(kind, 1);
+      live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
       cache_block(p.block);
     }
   }
@@ -273,7 +271,7 @@ void CachingAllocator::process_events(bool wait) {
 // ---------------------------------------------------------------------------------------
 // The cache: merging and indexing free blocks
 
-void CachingAllocator::cache_block(Block* block) {
+FRUGAL_HOT void CachingAllocator::cache_block(Block* block) {
   block = merge_free_neighbours(block);
   block->free_tick = tick_;
   index_insert(block);
@@ -298,32 +296,6 @@ Block* CachingAllocator::merge_free_neighbours(Block* block) {
   return block;
 }
 
-// A cached block's bytes that empty_cache() could not give back: all of it when it shares a
-// segment with other blocks, or, in an expandable segment, the parts of granules it shares
-// with neighbours. These are PyTorch's "inactive_split" (non-releasable) stats.
-std::size_t CachingAllocator::non_releasable_bytes(const Block* block) const {
-  if (!block->segment->expandable) return block->is_split() ? block->size : 0;
-  const std::size_t g = backend_->mapping_granularity();
-  const std::uintptr_t g0 = (block->address + g - 1) / g * g, g1 = block->end() / g * g;
-  return g1 > g0 ? block->size - (g1 - g0) : block->size;
-}
-
-void CachingAllocator::index_insert(Block* block) {
-  block->segment->free_blocks->insert(block);
-  if (const std::size_t bytes = non_releasable_bytes(block)) {
-    stats_.inactive_split.increase(block->segment->pool, 1);
-    stats_.inactive_split_bytes.increase(block->segment->pool, static_cast<std::int64_t>(bytes));
-  }
-}
-
-void CachingAllocator::index_erase(Block* block) {
-  block->segment->free_blocks->erase(block);
-  if (const std::size_t bytes = non_releasable_bytes(block)) {
-    stats_.inactive_split.decrease(block->segment->pool, 1);
-    stats_.inactive_split_bytes.decrease(block->segment->pool, static_cast<std::int64_t>(bytes));
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Giving memory back
 
@@ -334,7 +306,7 @@ void CachingAllocator::empty_cache() {
 
 std::size_t CachingAllocator::release_cached(bool wait_for_events) {
   if (!pending_.empty()) {
-    if (wait_for_events) ++stats_.num_sync_all_streams;
+    if (wait_for_events) ++live_.num_sync_all_streams;
     process_events(wait_for_events);
   }
   std::size_t released = 0;
@@ -351,10 +323,10 @@ std::size_t CachingAllocator::release_segment_if_free(Segment* seg) {
   if (!block->is_cached() || block->next != nullptr) return 0;
   index_erase(block);
   backend_->deallocate(reinterpret_cast<void*>(seg->base), seg->size);
-  ++stats_.num_device_free;
-  stats_.segment.decrease(seg->pool, 1);
-  stats_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(seg->size));
-  if (seg->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
+  ++live_.num_device_free;
+  live_.segment.decrease(seg->pool, 1);
+  live_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(seg->size));
+  if (seg->size >= config_.max_split_size) live_.oversize_segments.decrease(1);
   const std::size_t released = seg->size;
   delete_block(block);
   unlink_segment(seg);
@@ -368,7 +340,7 @@ void CachingAllocator::garbage_collect(std::size_t needed) {
   // (older than the average age), until back under the threshold.
   const auto threshold =
       static_cast<std::size_t>(config_.garbage_collection_threshold * memory_limit_locked());
-  const auto reserved = static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+  const auto reserved = static_cast<std::size_t>(live_.reserved_bytes.current_all());
   if (reserved + needed <= threshold) return;
   const std::size_t target = reserved + needed - threshold;
   std::size_t reclaimed = 0;
@@ -433,43 +405,27 @@ std::size_t CachingAllocator::memory_limit_locked() const {
 
 DeviceStats CachingAllocator::stats() const {
   std::lock_guard<SpinMutex> lock(mutex_);
-  return stats_;
+  return live_.publish(max_split_size_stat());
 }
 
 std::size_t CachingAllocator::memory_allocated() const {
   std::lock_guard<SpinMutex> lock(mutex_);
-  return static_cast<std::size_t>(stats_.allocated_bytes.all().current);
+  return static_cast<std::size_t>(live_.allocated_bytes.current_all());
 }
 
 std::size_t CachingAllocator::memory_reserved() const {
   std::lock_guard<SpinMutex> lock(mutex_);
-  return static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+  return static_cast<std::size_t>(live_.reserved_bytes.current_all());
 }
 
 void CachingAllocator::reset_peak_memory_stats() {
   std::lock_guard<SpinMutex> lock(mutex_);
-  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
-                       &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
-                       &stats_.active_bytes, &stats_.inactive_split_bytes,
-                       &stats_.requested_bytes}) {
-    for (Stat& s : a->by_type) s.reset_peak();
-  }
-  stats_.oversize_allocations.reset_peak();
-  stats_.oversize_segments.reset_peak();
+  live_.reset_peak();
 }
 
 void CachingAllocator::reset_accumulated_memory_stats() {
   std::lock_guard<SpinMutex> lock(mutex_);
-  for (StatArray* a : {&stats_.allocation, &stats_.segment, &stats_.active,
-                       &stats_.inactive_split, &stats_.allocated_bytes, &stats_.reserved_bytes,
-                       &stats_.active_bytes, &stats_.inactive_split_bytes,
-                       &stats_.requested_bytes}) {
-    for (Stat& s : a->by_type) s.reset_accumulated();
-  }
-  stats_.oversize_allocations.reset_accumulated();
-  stats_.oversize_segments.reset_accumulated();
-  stats_.num_alloc_retries = stats_.num_ooms = stats_.num_sync_all_streams = 0;
-  stats_.num_device_alloc = stats_.num_device_free = 0;
+  live_.reset_accumulated();
 }
 
 std::size_t CachingAllocator::largest_free_block_locked() const {
@@ -480,6 +436,12 @@ std::size_t CachingAllocator::largest_free_block_locked() const {
     }
   }
   return largest;
+}
+
+std::int64_t CachingAllocator::max_split_size_stat() const {
+  return config_.max_split_size == std::numeric_limits<std::size_t>::max()
+             ? -1
+             : static_cast<std::int64_t>(config_.max_split_size);
 }
 
 MemoryReport CachingAllocator::memory_report(std::size_t bytes) const {
@@ -493,8 +455,8 @@ MemoryReport CachingAllocator::report_locked(std::size_t bytes) const {
   r.requested = bytes;
   r.capacity = backend_->total_memory();
   r.limit = memory_limit_locked();
-  r.allocated = static_cast<std::size_t>(stats_.allocated_bytes.all().current);
-  r.reserved = static_cast<std::size_t>(stats_.reserved_bytes.all().current);
+  r.allocated = static_cast<std::size_t>(live_.allocated_bytes.current_all());
+  r.reserved = static_cast<std::size_t>(live_.reserved_bytes.current_all());
   r.largest_free_block = largest_free_block_locked();
   r.expandable_segments = config_.expandable_segments;
   return r;
@@ -544,23 +506,28 @@ void CachingAllocator::unlink_segment(Segment* seg) {
 }
 
 Block* CachingAllocator::new_block() {
-  if (spare_blocks_.empty()) {
+  if (spare_blocks_ == nullptr) [[unlikely]] {
     constexpr std::size_t kChunk = 256;
     block_chunks_.push_back(std::make_unique<Block[]>(kChunk));
     Block* chunk = block_chunks_.back().get();
-    for (std::size_t i = 0; i < kChunk; ++i) spare_blocks_.push_back(&chunk[kChunk - 1 - i]);
+    for (std::size_t i = 0; i < kChunk; ++i) delete_block(&chunk[i]);
   }
-  Block* block = spare_blocks_.back();
-  spare_blocks_.pop_back();
+  Block* block = spare_blocks_;
+  spare_blocks_ = block->link_next;
+  // Field by field: assigning a fresh Block{} copies a 128-byte temporary.
+  block->prev = block->next = block->link_prev = block->link_next = nullptr;
+  block->allocated = false;
+  block->mapped = true;
+  block->pending_events = 0;
+  block->requested = block->free_tick = block->trace_id = 0;
+  block->stream_uses = nullptr;
   return block;
 }
 
+// Spare records form a list through link_next; nothing is given back until destruction.
 void CachingAllocator::delete_block(Block* block) {
-  std::vector<StreamId> uses = std::move(block->stream_uses);
-  *block = Block{};
-  uses.clear();
-  block->stream_uses = std::move(uses);  // keep its capacity for the next user
-  spare_blocks_.push_back(block);
+  block->link_next = spare_blocks_;
+  spare_blocks_ = block;
 }
 
 }  // namespace frugal::alloc

@@ -4,6 +4,7 @@
 // tested on the CPU against a simulated device.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "allocator/backend.h"
 #include "allocator/config.h"
+#include "allocator/live_stats.h"
 #include "allocator/out_of_memory_error.h"
 #include "allocator/spin_mutex.h"
 #include "allocator/stats.h"
@@ -107,14 +109,19 @@ class CachingAllocator {
   const AllocatorConfig& config() const { return config_; }
 
   // Size rounding, exposed for tests and trace tools.
-  std::size_t round_size(std::size_t bytes) const;
+  std::size_t round_size(std::size_t bytes) const {
+    if (roundup_enabled_) [[unlikely]] return round_size_with_divisions(bytes);
+    return bytes < kMinBlockSize ? kMinBlockSize : (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
+  }
 
  private:
   struct StreamPool;
   struct Pool;
 
   // All private members run with mutex_ held.
+  std::size_t round_size_with_divisions(std::size_t bytes) const;
   StreamPool& stream_pool(PoolKind kind, StreamId stream);
+  StreamPool& find_stream_pool(Pool& pool, PoolKind kind, StreamId stream);
   Block* find_cached_block(StreamPool& sp, std::size_t size);
   Block* obtain_block(StreamPool& sp, std::size_t size, std::size_t requested);
   Block* new_segment(StreamPool& sp, std::size_t size);
@@ -128,6 +135,7 @@ class CachingAllocator {
   void cache_block(Block* block);  // merge with free neighbours and index
   Block* merge_free_neighbours(Block* block);
   std::size_t non_releasable_bytes(const Block* block) const;
+  std::int64_t max_split_size_stat() const;
   void index_insert(Block* block);
   void index_erase(Block* block);
   void process_events(bool wait);
@@ -150,8 +158,10 @@ class CachingAllocator {
   mutable SpinMutex mutex_;
   std::unique_ptr<Pool> pools_[2];
   Segment* segments_ = nullptr;
-  DeviceStats stats_;
-  std::size_t limit_ = 0;  // 0: the device's total memory
+  LiveStats live_;  // running counters, published by stats()
+  std::size_t granularity_ = 0;   // the backend's mapping granularity
+  bool roundup_enabled_ = false;  // any roundup_power2_divisions configured
+  std::size_t limit_ = 0;         // 0: the device's total memory
   std::uint64_t tick_ = 0;
   std::uint64_t next_trace_id_ = 0;
   AllocationObserver* observer_ = nullptr;
@@ -160,7 +170,7 @@ class CachingAllocator {
     Block* block;
   };
   std::vector<PendingFree> pending_;
-  std::vector<Block*> spare_blocks_;
+  Block* spare_blocks_ = nullptr;
   std::vector<std::unique_ptr<Block[]>> block_chunks_;
 };
 

@@ -8,7 +8,8 @@
 #include "allocator/block.h"
 #include "allocator/caching_allocator.h"
 #include "allocator/free_index.h"
-#include "allocator/stream_pool.h"
+#include "allocator/live_stats.h"
+#include "allocator/pools.h"
 
 namespace frugal::alloc {
 
@@ -54,7 +55,6 @@ Block* CachingAllocator::split_off_after(Block* block, std::uintptr_t at) {
   Block* rest = new_block();
   rest->address = at;
   rest->size = block->end() - at;
-  rest->stream = block->stream;
   rest->segment = block->segment;
   rest->mapped = block->mapped;
   rest->free_tick = block->free_tick;
@@ -67,21 +67,21 @@ Block* CachingAllocator::split_off_after(Block* block, std::uintptr_t at) {
 }
 
 void CachingAllocator::note_mapped(Segment* seg, std::size_t bytes) {
-  if (seg->mapped == 0) stats_.segment.increase(seg->pool, 1);
+  if (seg->mapped == 0) live_.segment.increase(seg->pool, 1);
   seg->mapped += bytes;
-  stats_.reserved_bytes.increase(seg->pool, static_cast<std::int64_t>(bytes));
-  ++stats_.num_device_alloc;
+  live_.reserved_bytes.increase(seg->pool, static_cast<std::int64_t>(bytes));
+  ++live_.num_device_alloc;
 }
 
 void CachingAllocator::note_unmapped(Segment* seg, std::size_t bytes) {
   seg->mapped -= bytes;
-  stats_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(bytes));
-  if (seg->mapped == 0) stats_.segment.decrease(seg->pool, 1);
-  ++stats_.num_device_free;
+  live_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(bytes));
+  if (seg->mapped == 0) live_.segment.decrease(seg->pool, 1);
+  ++live_.num_device_free;
 }
 
 Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size) {
-  const std::size_t g = backend_->mapping_granularity();
+  const std::size_t g = granularity_;
   const std::size_t bytes = round_up(std::max(backend_->total_memory(), size), g);
   void* base = backend_->reserve_address_range(bytes);
   auto* seg = new Segment;
@@ -97,7 +97,6 @@ Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size
   Block* whole = new_block();
   whole->address = seg->base;
   whole->size = bytes;
-  whole->stream = sp.stream;
   whole->segment = seg;
   whole->mapped = false;
   seg->first = whole;
@@ -106,7 +105,7 @@ Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size
 }
 
 Block* CachingAllocator::grow_expandable(StreamPool& sp, std::size_t size) {
-  const std::size_t g = backend_->mapping_granularity();
+  const std::size_t g = granularity_;
   // Choose where to place the block: inside a run of free blocks (cached or unmapped) that
   // is long enough, at the run's start or end, wherever the fewest new bytes must be mapped
   // (lowest address on a tie). The search walks only unmapped blocks and their free
@@ -202,7 +201,7 @@ std::size_t CachingAllocator::unmap_free_pages(Segment* seg) {
 Block* CachingAllocator::unmap_block_pages(Block* block, std::size_t* released) {
   // Only whole granules inside the free block can go: a granule shared with an allocated
   // neighbour stays mapped.
-  const std::size_t g = backend_->mapping_granularity();
+  const std::size_t g = granularity_;
   const std::uintptr_t g0 = round_up(block->address, g), g1 = round_down(block->end(), g);
   if (g1 <= g0) return block;
   Segment* seg = block->segment;

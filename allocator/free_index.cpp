@@ -1,107 +1,72 @@
-// Exact best-fit search over free blocks: a radix tree of 64-bit occupancy bitmaps.
+// Exact best-fit search over free blocks: the cold paths (a search that leaves the first
+// bitmap word, huge blocks, the largest block) and the lazily mapped tables.
 #include "allocator/free_index.h"
 
-#include <bit>
+#include <sys/mman.h>
 
-#include "common/error.h"
+#include <new>
 
 namespace frugal::alloc {
 
-FreeIndex::FreeIndex() : root_(new_node()) {}
-FreeIndex::~FreeIndex() = default;
+namespace {
 
-FreeIndex::Node* FreeIndex::new_node() {
-  nodes_.push_back(std::make_unique<Node>());
-  return nodes_.back().get();
+constexpr std::size_t kWords = FreeIndex::kFlatSizes / 64;
+// Bits strictly above position i of a word.
+constexpr std::uint64_t above(std::size_t i) {
+  return (i & 63) == 63 ? 0 : ~std::uint64_t{0} << ((i & 63) + 1);
 }
 
-void FreeIndex::insert(Block* block) {
-  FRUGAL_CHECK(block->size < kMaxBlockBytes,
-               "FreeIndex: a block of " + std::to_string(block->size) + " bytes is too large");
-  const std::uint64_t key = block->size / kUnitBytes;
-  Node* node = root_;
-  for (int level = 0; level < kLevels - 1; ++level) {
-    const int d = digit(key, level);
-    node->bits |= std::uint64_t{1} << d;
-    if (node->child[d] == nullptr) node->child[d] = new_node();
-    node = static_cast<Node*>(node->child[d]);
-  }
-  const int d = digit(key, kLevels - 1);
-  node->bits |= std::uint64_t{1} << d;
-  Block* head = static_cast<Block*>(node->child[d]);
-  block->link_prev = nullptr;
-  block->link_next = head;
-  if (head != nullptr) head->link_prev = block;
-  node->child[d] = block;
-  ++count_;
-  bytes_ += block->size;
+// Zero-filled memory whose pages cost nothing until touched.
+void* map_zeroed(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
 }
 
-void FreeIndex::erase(Block* block) {
-  const std::uint64_t key = block->size / kUnitBytes;
-  Node* path[kLevels];
-  Node* node = root_;
-  for (int level = 0; level < kLevels - 1; ++level) {
-    path[level] = node;
-    node = static_cast<Node*>(node->child[digit(key, level)]);
+}  // namespace
+
+FreeIndex::FreeIndex()
+    : heads_(static_cast<Block**>(map_zeroed(kFlatSizes * sizeof(Block*)))),
+      words_(static_cast<std::uint64_t*>(map_zeroed(kWords * sizeof(std::uint64_t)))) {}
+
+FreeIndex::~FreeIndex() {
+  munmap(heads_, kFlatSizes * sizeof(Block*));
+  munmap(words_, kWords * sizeof(std::uint64_t));
+}
+
+Block* FreeIndex::best_fit_slow(std::size_t key) const {
+  if (key >= kFlatSizes) {
+    const auto it = huge_.lower_bound({key * kUnitBytes, nullptr});
+    return it == huge_.end() ? nullptr : it->second;
   }
-  path[kLevels - 1] = node;
-  const int leaf_digit = digit(key, kLevels - 1);
-  if (block->link_prev != nullptr) {
-    block->link_prev->link_next = block->link_next;
+  // Nothing in key's own word: the next non-empty word, through the summary levels.
+  const std::size_t w = key / 64;
+  std::size_t next_word;
+  if (const std::uint64_t m = summary_[w / 64] & above(w)) {
+    next_word = (w / 64) * 64 + std::countr_zero(m);
+  } else if (const std::uint64_t t = top_ & above(w / 64)) {
+    const std::size_t s = std::countr_zero(t);
+    next_word = s * 64 + std::countr_zero(summary_[s]);
   } else {
-    node->child[leaf_digit] = block->link_next;
+    return huge_.empty() ? nullptr : huge_.begin()->second;
   }
-  if (block->link_next != nullptr) block->link_next->link_prev = block->link_prev;
-  block->link_prev = block->link_next = nullptr;
-  --count_;
-  bytes_ -= block->size;
-  // Clear occupancy bits upwards while lists/subtrees become empty.
-  if (node->child[leaf_digit] != nullptr) return;
-  for (int level = kLevels - 1; level >= 0; --level) {
-    path[level]->bits &= ~(std::uint64_t{1} << digit(key, level));
-    if (path[level]->bits != 0) return;
-  }
+  return heads_[next_word * 64 + std::countr_zero(words_[next_word])];
 }
 
-Block* FreeIndex::best_fit(std::size_t bytes) const {
-  const std::uint64_t key = (bytes + kUnitBytes - 1) / kUnitBytes;
-  if (key >= (std::uint64_t{1} << (6 * kLevels))) return nullptr;
-  // Walk down along `key`, remembering the deepest level with a larger sibling subtree.
-  const Node* node = root_;
-  const Node* fallback = nullptr;
-  int fallback_level = 0;
-  for (int level = 0; level < kLevels; ++level) {
-    const int d = digit(key, level);
-    const std::uint64_t larger = d == 63 ? 0 : node->bits & (~std::uint64_t{0} << (d + 1));
-    if (larger != 0) {
-      fallback = node;
-      fallback_level = level;
-    }
-    if (!(node->bits >> d & 1)) break;
-    if (level == kLevels - 1) return static_cast<Block*>(node->child[d]);  // exact size
-    node = static_cast<const Node*>(node->child[d]);
-  }
-  if (fallback == nullptr) return nullptr;
-  // Smallest key in the nearest larger subtree: lowest set bit at every level below.
-  const int d = digit(key, fallback_level);
-  const std::uint64_t larger = fallback->bits & (~std::uint64_t{0} << (d + 1));
-  int next = std::countr_zero(larger);
-  node = fallback;
-  for (int level = fallback_level; level < kLevels - 1; ++level) {
-    node = static_cast<const Node*>(node->child[next]);
-    next = std::countr_zero(node->bits);
-  }
-  return static_cast<Block*>(node->child[next]);
+void FreeIndex::insert_huge(Block* block) {
+  block->link_next = nullptr;
+  huge_.emplace(block->size, block);
 }
+
+void FreeIndex::erase_huge(Block* block) { huge_.erase({block->size, block}); }
 
 Block* FreeIndex::largest() const {
-  if (count_ == 0) return nullptr;
-  const Node* node = root_;
-  for (int level = 0; level < kLevels - 1; ++level) {
-    node = static_cast<const Node*>(node->child[63 - std::countl_zero(node->bits)]);
-  }
-  return static_cast<Block*>(node->child[63 - std::countl_zero(node->bits)]);
+  if (!huge_.empty()) return huge_.rbegin()->second;
+  if (top_ == 0) return nullptr;
+  const std::size_t s = 63 - std::countl_zero(top_);
+  const std::size_t w = s * 64 + 63 - std::countl_zero(summary_[s]);
+  return heads_[w * 64 + 63 - std::countl_zero(words_[w])];
 }
 
 }  // namespace frugal::alloc

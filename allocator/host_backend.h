@@ -1,7 +1,9 @@
 // Host (CPU) memory for tensors, obtained straight from the kernel with mmap. Segments of
-// 2 MiB and more are 2 MiB-aligned and advised to use transparent huge pages, because on a
-// virtual machine every fresh 4 KiB page costs a fault when first touched; the caching
-// allocator above keeps them resident, so a training loop faults its memory in once.
+// 2 MiB and more are 2 MiB-aligned and advised to use transparent huge pages, and every
+// page is faulted in when the segment is obtained, because on a virtual machine each fresh
+// 4 KiB page costs a fault when first touched; the caching allocator above keeps them
+// resident, so a training loop pays for its memory once, and reserved bytes are resident
+// bytes, as on a GPU.
 #pragma once
 
 #include "allocator/backend.h"

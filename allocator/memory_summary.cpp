@@ -51,7 +51,7 @@ std::string row(const std::string& name, const Stat& s, const Stat& reference, F
                 f(s.current, static_cast<double>(reference.current)).c_str(),
                 f(s.peak, static_cast<double>(reference.peak)).c_str(),
                 f(s.allocated, static_cast<double>(reference.allocated)).c_str(),
-                f(s.freed, static_cast<double>(reference.freed)).c_str());
+                f(s.freed(), static_cast<double>(reference.freed())).c_str());
   return out;
 }
 

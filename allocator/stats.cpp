@@ -9,7 +9,7 @@ void put(std::map<std::string, std::int64_t>& out, const std::string& prefix, co
   out[prefix + ".current"] = s.current;
   out[prefix + ".peak"] = s.peak;
   out[prefix + ".allocated"] = s.allocated;
-  out[prefix + ".freed"] = s.freed;
+  out[prefix + ".freed"] = s.freed();
 }
 
 void put(std::map<std::string, std::int64_t>& out, const std::string& name,

@@ -13,20 +13,24 @@ namespace frugal::alloc {
 struct Stat {
   std::int64_t current = 0;
   std::int64_t peak = 0;
-  std::int64_t allocated = 0;  // total ever added
-  std::int64_t freed = 0;      // total ever removed
+  std::int64_t allocated = 0;         // total added since the last reset
+  std::int64_t current_at_reset = 0;  // `current` when the totals were last reset
+
+  // Total removed since the last reset. Derived, so that a decrease — on every free — is
+  // a single subtraction.
+  std::int64_t freed() const { return allocated - (current - current_at_reset); }
 
   void increase(std::int64_t amount) {
     current += amount;
     allocated += amount;
     if (current > peak) peak = current;
   }
-  void decrease(std::int64_t amount) {
-    current -= amount;
-    freed += amount;
-  }
+  void decrease(std::int64_t amount) { current -= amount; }
   void reset_peak() { peak = current; }
-  void reset_accumulated() { allocated = freed = 0; }
+  void reset_accumulated() {
+    allocated = 0;
+    current_at_reset = current;
+  }
 };
 
 enum class PoolKind : int { kSmall = 0, kLarge = 1 };

@@ -20,6 +20,7 @@ struct Live {
   Allocation allocation;
   std::size_t requested;
   bool small;
+  bool used_elsewhere = false;  // record_stream was called on it
 };
 
 // Peak-tracking reference counter.
@@ -42,12 +43,12 @@ void check_stat(const Stat& s, const Counter& c, const char* what) {
   CHECK(s.current == c.current);
   CHECK(s.peak == c.peak);
   CHECK(s.allocated == c.allocated);
-  CHECK(s.freed == c.freed);
+  CHECK(s.freed() == c.freed);
 }
 
 struct Derived {
   std::int64_t allocated = 0, reserved = 0, non_releasable = 0, non_releasable_blocks = 0,
-               segments = 0;
+               segments = 0, pending = 0, pending_bytes = 0;
 };
 
 // Everything the snapshot implies, with the structural invariants checked on the way.
@@ -78,6 +79,9 @@ Derived derive(const std::vector<SegmentInfo>& segments) {
       if (b.allocated) {
         d.allocated += static_cast<std::int64_t>(b.size);
         REQUIRE(b.requested <= b.size);
+      } else if (b.pending) {
+        d.pending += 1;
+        d.pending_bytes += static_cast<std::int64_t>(b.size);
       } else if (b.mapped) {
         std::size_t stuck = 0;
         if (seg.expandable) {
@@ -108,24 +112,42 @@ Derived derive(const std::vector<SegmentInfo>& segments) {
 
 void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed) {
   auto device = std::make_shared<SimulatedDevice>(capacity);
+  device->events().set_manual(true);  // blocks used by stream 9 wait for complete_all()
   CachingAllocator a(device, AllocatorConfig::parse(conf));
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> log_size(0.0, 26.0);  // 1 B .. 64 MiB
   std::vector<Live> live;
-  Counter allocations[3], requested[3], allocated, reserved, non_releasable;
+  Counter allocations[3], requested[3], allocated, reserved, non_releasable, active, active_bytes;
+  int pending = 0;      // freed blocks waiting for stream 9 (the model's own count)
+  int completable = 0;  // of those, the ones whose events complete_all() has completed;
+                        // the allocator notices at its next allocate or empty_cache
+  auto process_completed = [&] {
+    pending -= completable;
+    completable = 0;
+  };
   auto pool_of = [](bool small) { return small ? 1 : 2; };
 
   for (int step = 0; step < 3000; ++step) {
     const unsigned op = rng() % 100;
     if (op < 2) {
+      process_completed();
       a.empty_cache();
     } else if (op < 3) {
       a.reset_peak_memory_stats();
       for (Counter* c : {&allocations[0], &allocations[1], &allocations[2], &requested[0],
-                         &requested[1], &requested[2], &allocated, &reserved, &non_releasable}) {
+                         &requested[1], &requested[2], &allocated, &reserved, &non_releasable,
+                         &active, &active_bytes}) {
         c->peak = c->current;
       }
+    } else if (op < 6) {
+      device->events().complete_all();
+      completable = pending;
+    } else if (op < 10 && !live.empty()) {
+      Live& l = live[rng() % live.size()];
+      a.record_stream(l.allocation, 9);
+      l.used_elsewhere = true;
     } else if (op < 55 && live.size() < 24) {
+      process_completed();
       const auto bytes = static_cast<std::size_t>(std::pow(2.0, log_size(rng)));
       const StreamId stream = rng() % 2;
       const Allocation x = a.allocate(bytes, stream);
@@ -139,6 +161,7 @@ void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed
     } else if (!live.empty()) {
       const std::size_t i = rng() % live.size();
       a.free(live[i].allocation);
+      if (live[i].used_elsewhere) ++pending;
       for (int k : {0, pool_of(live[i].small)}) {
         allocations[k].remove(1);
         requested[k].remove(static_cast<std::int64_t>(live[i].requested));
@@ -151,19 +174,25 @@ void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed
     const Derived d = derive(a.snapshot());
     allocated.observe(d.allocated);
     reserved.observe(d.reserved);
+    active.observe(allocations[0].current + pending);
+    active_bytes.observe(d.allocated + d.pending_bytes);
+    CHECK(d.pending == pending);
     non_releasable.observe(d.non_releasable);
     static const char* const kPools[] = {"all", "small_pool", "large_pool"};
     for (int k = 0; k < 3; ++k) {
       INFO("pool " << kPools[k] << ", step " << step << ", " << conf);
       check_stat(s.allocation.by_type[k], allocations[k], "allocation");
       check_stat(s.requested_bytes.by_type[k], requested[k], "requested_bytes");
-      CHECK(s.active.by_type[k].current == allocations[k].current);
     }
+    CHECK(s.active.all().current == active.current);
+    CHECK(s.active.all().peak == active.peak);
+    CHECK(s.active_bytes.all().current == active_bytes.current);
+    CHECK(s.active_bytes.all().peak == active_bytes.peak);
+    CHECK(s.active.all().allocated == allocations[0].allocated);
     INFO("step " << step << ", " << conf);
     CHECK(s.allocated_bytes.all().current == allocated.current);
     CHECK(s.allocated_bytes.all().peak == allocated.peak);
-    CHECK(s.allocated_bytes.all().allocated - s.allocated_bytes.all().freed == allocated.current);
-    CHECK(s.active_bytes.all().current == allocated.current);
+    CHECK(s.allocated_bytes.all().allocated - s.allocated_bytes.all().freed() == allocated.current);
     CHECK(s.reserved_bytes.all().current == reserved.current);
     CHECK(s.reserved_bytes.all().peak == reserved.peak);
     CHECK(s.reserved_bytes.all().current == static_cast<std::int64_t>(device->used()));
@@ -182,6 +211,7 @@ void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed
     if (Catch::getResultCapture().lastAssertionPassed() == false) break;
   }
   for (const Live& l : live) a.free(l.allocation);
+  device->events().complete_all();
   a.empty_cache();
   CHECK(a.stats().reserved_bytes.all().current == 0);
   CHECK(device->used() == 0);

@@ -61,7 +61,7 @@ TEMPLATE_TEST_CASE_SIG("concurrent allocate/free from many threads", "",
   CHECK(s.allocated_bytes.all().current == 0);
   CHECK(s.requested_bytes.all().current == 0);
   CHECK(s.active_bytes.all().current == 0);
-  CHECK(s.allocation.all().allocated == s.allocation.all().freed);
+  CHECK(s.allocation.all().allocated == s.allocation.all().freed());
   a.empty_cache();
   CHECK(a.stats().reserved_bytes.all().current == 0);
 }

@@ -1,0 +1,386 @@
+// frugal-alloc-bench: how fast a warm malloc+free pair is — through frugal's caching
+// allocator, through the plain backend it replaces (aligned malloc/free), and over a
+// simulated device whose every allocation costs as much as cudaMalloc — with random
+// log-uniform sizes from 512 B to 64 MiB, among live blocks freed and replaced at random,
+// on 1 and N threads (each its own stream). Every block is checked: alignment, no overlap
+// with any live block, and on host memory a pattern written after allocation must be
+// intact when the block is freed.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "allocator/caching_allocator.h"
+#include "allocator/host_backend.h"
+#include "allocator/simulated_device.h"
+#include "common/cli.h"
+#include "common/json_writer.h"
+#include "common/progress.h"
+#include "tools/cycle_timer.h"
+
+using namespace frugal;
+using namespace frugal::alloc;
+
+namespace {
+
+constexpr std::size_t kAlignment = 512;
+
+struct Handle {
+  void* ptr = nullptr;
+  Block* block = nullptr;
+  std::size_t size = 0;
+};
+
+// One allocator under test.
+class Subject {
+ public:
+  virtual ~Subject() = default;
+  virtual Handle allocate(std::size_t bytes, StreamId stream) = 0;
+  virtual void free(const Handle& h) = 0;
+  virtual bool host_memory() const = 0;
+};
+
+class CachingSubject : public Subject {
+ public:
+  CachingSubject(std::shared_ptr<Backend> backend, bool host)
+      : allocator_(std::move(backend)), host_(host) {}
+  Handle allocate(std::size_t bytes, StreamId stream) override {
+    const Allocation a = allocator_.allocate(bytes, stream);
+    return {a.ptr, a.block, a.size};
+  }
+  void free(const Handle& h) override { allocator_.free(Allocation{h.ptr, h.block, h.size}); }
+  bool host_memory() const override { return host_; }
+
+ private:
+  CachingAllocator allocator_;
+  bool host_;
+};
+
+class AlignedMallocSubject : public Subject {
+ public:
+  Handle allocate(std::size_t bytes, StreamId) override {
+    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    if (p == nullptr) throw Error("aligned_alloc failed");
+    return {p, nullptr, bytes};
+  }
+  void free(const Handle& h) override { std::free(h.ptr); }
+  bool host_memory() const override { return true; }
+};
+
+class DeviceCallSubject : public Subject {
+ public:
+  explicit DeviceCallSubject(std::shared_ptr<SimulatedDevice> d) : device_(std::move(d)) {}
+  Handle allocate(std::size_t bytes, StreamId) override {
+    void* p = device_->allocate(bytes);
+    if (p == nullptr) throw Error("simulated device out of memory");
+    return {p, nullptr, bytes};
+  }
+  void free(const Handle& h) override { device_->deallocate(h.ptr, h.size); }
+  bool host_memory() const override { return false; }
+
+ private:
+  std::shared_ptr<SimulatedDevice> device_;
+};
+
+// Live blocks of all threads, to prove that no two ever overlap.
+class LiveSet {
+ public:
+  bool insert(std::uintptr_t begin, std::size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto next = live_.lower_bound(begin);
+    if (next != live_.end() && next->first < begin + size) return false;
+    if (next != live_.begin() && std::prev(next)->first + std::prev(next)->second > begin) {
+      return false;
+    }
+    live_.emplace(begin, size);
+    return true;
+  }
+  void erase(std::uintptr_t begin) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(begin);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::uintptr_t, std::size_t> live_;
+};
+
+// A pattern of 64-byte stamps at both ends of the block and at 6 evenly spaced places in
+// between: enough to catch memory handed out twice or unmapped under its owner, while
+// touching little enough not to flush the allocator's own data from the CPU caches.
+template <typename F>
+void for_each_stamp(const Handle& h, F f) {
+  constexpr std::size_t kStamps = 8, kStamp = 64;
+  auto* bytes = static_cast<unsigned char*>(h.ptr);
+  const std::size_t n = std::min(kStamp, h.size);
+  for (std::size_t i = 0; i < kStamps; ++i) {
+    f(bytes + (h.size - n) * i / (kStamps - 1), n);
+  }
+}
+
+struct Failures {
+  std::atomic<std::uint64_t> misaligned{0}, overlapping{0}, corrupted{0};
+  std::uint64_t total() const { return misaligned + overlapping + corrupted; }
+};
+
+struct Workload {
+  std::size_t pairs = 100000;  // measured pairs per thread
+  std::size_t warmup = 20000;
+  std::size_t live = 64;       // live blocks per thread
+  std::uint32_t seed = 1;
+};
+
+struct Times {
+  std::vector<double> pair, replace;  // ns each
+};
+
+struct Result {
+  std::string subject;
+  int threads = 1;
+  double median_ns = 0, p99_ns = 0;                  // malloc+free pairs
+  double replace_median_ns = 0, replace_p99_ns = 0;  // free a random live block + malloc
+  double pairs_per_second = 0;                       // whole loop, checks included
+  std::uint64_t pairs = 0;
+};
+
+// Each iteration times two things on this thread's stream:
+//  - a malloc+free pair: a block of a random size is allocated, checked, and freed again
+//    (the check runs between the two timed halves, outside the timing);
+//  - a replacement: one of the thread's live blocks, chosen at random, is freed and a new
+//    block of a random size takes its place — the random frees that keep the cache's
+//    contents changing, so no pair finds the allocator in the state the previous one left.
+void run_thread(Subject& subject, const Workload& w, int thread, const tools::CycleTimer& timer,
+                LiveSet& live_set, Failures& failures, Times& out,
+                const std::function<void(std::size_t)>& progress) {
+  std::mt19937_64 rng(w.seed * 7919 + thread);
+  std::uniform_real_distribution<double> log_size(std::log(512.0), std::log(64.0 * 1024 * 1024));
+  auto random_size = [&] { return static_cast<std::size_t>(std::exp(log_size(rng))); };
+  std::vector<Handle> slots(w.live);
+  std::vector<unsigned char> patterns(w.live);
+  const auto stream = static_cast<StreamId>(thread);
+  out.pair.reserve(w.pairs);
+  out.replace.reserve(w.pairs);
+
+  // Checks a block just allocated: aligned, overlapping no live block; stamps a pattern.
+  auto admit = [&](const Handle& h, unsigned char pattern) {
+    if (reinterpret_cast<std::uintptr_t>(h.ptr) % kAlignment != 0) ++failures.misaligned;
+    if (!live_set.insert(reinterpret_cast<std::uintptr_t>(h.ptr), h.size)) ++failures.overlapping;
+    if (subject.host_memory()) {
+      for_each_stamp(h, [&](unsigned char* p, std::size_t n) { std::memset(p, pattern, n); });
+    }
+  };
+  // Checks a block about to be freed: its pattern is intact; it leaves the live set.
+  auto release = [&](const Handle& h, unsigned char pattern) {
+    if (subject.host_memory()) {
+      for_each_stamp(h, [&](unsigned char* p, std::size_t n) {
+        for (std::size_t k = 0; k < n; ++k) {
+          if (p[k] != pattern) {
+            ++failures.corrupted;
+            break;
+          }
+        }
+      });
+    }
+    live_set.erase(reinterpret_cast<std::uintptr_t>(h.ptr));
+  };
+
+  for (std::size_t i = 0; i < w.live; ++i) {
+    slots[i] = subject.allocate(random_size(), stream);
+    patterns[i] = static_cast<unsigned char>(rng() | 1);
+    admit(slots[i], patterns[i]);
+  }
+  for (std::size_t it = 0; it < w.warmup + w.pairs; ++it) {
+    const bool measured = it >= w.warmup;
+    // The pair.
+    const std::size_t bytes = random_size();
+    tools::CycleTimer::drain();
+    const std::uint64_t t0 = tools::CycleTimer::ticks();
+    const Handle h = subject.allocate(bytes, stream);
+    const std::uint64_t t1 = tools::CycleTimer::ticks();
+    const auto pattern = static_cast<unsigned char>(rng() | 1);
+    admit(h, pattern);
+    release(h, pattern);
+    tools::CycleTimer::drain();
+    const std::uint64_t t2 = tools::CycleTimer::ticks();
+    subject.free(h);
+    const std::uint64_t t3 = tools::CycleTimer::ticks();
+    if (measured) out.pair.push_back(timer.ns(t0, t1) + timer.ns(t2, t3));
+
+    // The replacement.
+    const std::size_t i = rng() % w.live;
+    const std::size_t new_bytes = random_size();
+    release(slots[i], patterns[i]);
+    tools::CycleTimer::drain();
+    const std::uint64_t t4 = tools::CycleTimer::ticks();
+    subject.free(slots[i]);
+    slots[i] = subject.allocate(new_bytes, stream);
+    const std::uint64_t t5 = tools::CycleTimer::ticks();
+    if (measured) out.replace.push_back(timer.ns(t4, t5));
+    patterns[i] = static_cast<unsigned char>(rng() | 1);
+    admit(slots[i], patterns[i]);
+    if (thread == 0 && it % 4096 == 0) progress(it);
+  }
+  for (std::size_t i = 0; i < w.live; ++i) {
+    release(slots[i], patterns[i]);
+    subject.free(slots[i]);
+  }
+}
+
+Result measure(const std::string& name, Subject& subject, int threads, const Workload& w,
+               const tools::CycleTimer& timer, Failures& failures) {
+  LiveSet live_set;
+  std::vector<Times> times(threads);
+  ProgressBar bar(name + " x" + std::to_string(threads), w.warmup + w.pairs);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      run_thread(subject, w, t, timer, live_set, failures, times[t],
+                 [&](std::size_t done) { bar.update(done); });
+    });
+  }
+  for (auto& th : pool) th.join();
+  bar.finish();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<double> pairs, replaces;
+  for (const auto& t : times) {
+    pairs.insert(pairs.end(), t.pair.begin(), t.pair.end());
+    replaces.insert(replaces.end(), t.replace.begin(), t.replace.end());
+  }
+  auto quantile = [](std::vector<double>& v, double q) {
+    auto at = v.begin() + static_cast<std::ptrdiff_t>(q * (v.size() - 1));
+    std::nth_element(v.begin(), at, v.end());
+    return *at;
+  };
+  Result r;
+  r.subject = name;
+  r.threads = threads;
+  r.pairs = pairs.size();
+  r.median_ns = quantile(pairs, 0.5);
+  r.p99_ns = quantile(pairs, 0.99);
+  r.replace_median_ns = quantile(replaces, 0.5);
+  r.replace_p99_ns = quantile(replaces, 0.99);
+  r.pairs_per_second = static_cast<double>((w.warmup + w.pairs) * threads) / seconds;
+  return r;
+}
+
+int run(int argc, char** argv) {
+  CommandLine cli("frugal-alloc-bench",
+                  "Times warm malloc+free pairs (random sizes 512 B - 64 MiB, log-uniform, random\n"
+                  "frees) through frugal's caching allocator and the backends it replaces, on 1\n"
+                  "and N threads, checking every block on the way.");
+  cli.option("threads", "N", "threads for the multi-threaded runs (each on its own stream)",
+             std::to_string(std::max(2u, std::thread::hardware_concurrency())));
+  cli.option("pairs", "N", "measured malloc+free pairs per thread", "100000");
+  cli.option("warmup", "N", "unmeasured pairs per thread first", "20000");
+  cli.option("live", "N", "live blocks per thread", "64");
+  cli.option("device-call-us", "US", "simulated cost of one cudaMalloc/cudaFree call", "20");
+  cli.option("seed", "N", "random seed", "1");
+  cli.option("only", "TEXT", "run only the allocators whose name contains TEXT");
+  cli.flag("json", "print the results as JSON");
+  cli.option("metrics-json", "FILE", "also write the results as JSON to FILE");
+  if (!cli.parse(argc, argv)) return 0;
+
+  Workload w;
+  w.pairs = static_cast<std::size_t>(cli.get_int("pairs"));
+  w.warmup = static_cast<std::size_t>(cli.get_int("warmup"));
+  w.live = static_cast<std::size_t>(cli.get_int("live"));
+  w.seed = static_cast<std::uint32_t>(cli.get_int("seed"));
+  const int threads = static_cast<int>(cli.get_int("threads"));
+  const double call_us = cli.get_double("device-call-us");
+  if (threads < 1 || w.live < 1 || w.pairs < 1 || call_us < 0) {
+    throw ConfigError("frugal-alloc-bench: --threads, --live and --pairs must be >= 1, "
+                      "--device-call-us >= 0");
+  }
+
+  const tools::CycleTimer timer;
+  Failures failures;
+  std::vector<Result> results;
+  const auto call_ns = static_cast<std::uint64_t>(call_us * 1000);
+  char cost[32];
+  std::snprintf(cost, sizeof cost, "%g us/call", call_us);
+  const std::string only = cli.get("only");
+  auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
+  const std::string caching_host = "caching, host memory", plain_host = "aligned_alloc/free";
+  const std::string caching_device = std::string("caching, device ") + cost;
+  const std::string plain_device = std::string("device calls ") + cost;
+  for (int n : {1, threads}) {
+    if (wanted(caching_host)) {
+      CachingSubject s(std::make_shared<HostBackend>(), true);
+      results.push_back(measure(caching_host, s, n, w, timer, failures));
+    }
+    if (wanted(plain_host)) {
+      AlignedMallocSubject s;
+      results.push_back(measure(plain_host, s, n, w, timer, failures));
+    }
+    if (wanted(caching_device)) {
+      auto device = std::make_shared<SimulatedDevice>(std::size_t{1} << 40);
+      device->set_call_cost_ns(call_ns);
+      CachingSubject s(device, false);
+      results.push_back(measure(caching_device, s, n, w, timer, failures));
+    }
+    if (wanted(plain_device)) {
+      auto device = std::make_shared<SimulatedDevice>(std::size_t{1} << 40);
+      device->set_call_cost_ns(call_ns);
+      DeviceCallSubject s(device);
+      Workload fewer = w;  // every pair pays two device calls
+      fewer.pairs = std::min<std::size_t>(w.pairs, 20000);
+      fewer.warmup = std::min<std::size_t>(w.warmup, 2000);
+      results.push_back(measure(plain_device, s, n, fewer, timer, failures));
+    }
+    if (threads == 1) break;
+  }
+
+  std::string array = "[";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    JsonWriter j;
+    j.field("subject", results[i].subject);
+    j.field("threads", static_cast<std::int64_t>(results[i].threads));
+    j.field("pairs", static_cast<std::int64_t>(results[i].pairs));
+    j.field("median_ns", results[i].median_ns);
+    j.field("p99_ns", results[i].p99_ns);
+    j.field("replace_median_ns", results[i].replace_median_ns);
+    j.field("replace_p99_ns", results[i].replace_p99_ns);
+    j.field("pairs_per_second", results[i].pairs_per_second);
+    array += (i ? ", " : "") + j.str();
+  }
+  array += "]";
+  JsonWriter json;
+  json.field("sizes", "512 B - 64 MiB log-uniform");
+  json.field("live_blocks_per_thread", static_cast<std::int64_t>(w.live));
+  json.field("timer_overhead_ns", timer.overhead_ns());
+  json.field("check_failures", static_cast<std::int64_t>(failures.total()));
+  json.raw("results", array);
+  if (cli.has("metrics-json")) json.write_file(cli.get("metrics-json"));
+  if (cli.has("json")) {
+    std::cout << json.str() << "\n";
+  } else {
+    std::printf("%-28s %7s | %-22s | %-22s\n", "", "", "malloc+free pair", "free random + malloc");
+    std::printf("%-28s %7s | %10s %11s | %10s %11s\n", "allocator", "threads", "median ns",
+                "p99 ns", "median ns", "p99 ns");
+    for (const Result& r : results) {
+      std::printf("%-28s %7d | %10.1f %11.1f | %10.1f %11.1f\n", r.subject.c_str(), r.threads,
+                  r.median_ns, r.p99_ns, r.replace_median_ns, r.replace_p99_ns);
+    }
+    std::printf("checks: %llu misaligned, %llu overlapping, %llu corrupted blocks\n",
+                static_cast<unsigned long long>(failures.misaligned.load()),
+                static_cast<unsigned long long>(failures.overlapping.load()),
+                static_cast<unsigned long long>(failures.corrupted.load()));
+  }
+  return failures.total() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run_main(argc, argv, run); }
