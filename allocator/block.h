@@ -26,10 +26,14 @@ struct alignas(64) Block {
   Block* link_prev = nullptr;  // links in a free list (FreeIndex) or a segment's unmapped list
   Block* link_next = nullptr;
   bool allocated = false;
-  bool mapped = true;               // false: reserved address space with no memory behind it
-  std::int32_t pending_events = 0;  // freed, but other streams may still use it
+  bool mapped = true;    // false: reserved address space with no memory behind it
+  bool pending = false;  // freed, but other streams may still use it
+  // While cached: its non-releasable bytes / 512 as counted in the stats when it entered
+  // the free index (segments are below 2 TiB, so this fits).
+  std::uint32_t counted_non_releasable = 0;
   // -- second cache line: the block's own history --
-  std::size_t requested = 0;    // what the user asked for; 0 while free
+  std::int32_t pending_events = 0;  // events still to complete before it can be reused
+  std::size_t requested = 0;        // what the user asked for; 0 while free
   std::uint64_t free_tick = 0;  // allocation counter when it became free (age for GC)
   std::uint64_t trace_id = 0;
   // Streams other than the segment's that used the block (record_stream). Rare, so created
@@ -38,7 +42,7 @@ struct alignas(64) Block {
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   // Free, with memory behind it: it may serve an allocation.
-  bool is_cached() const { return !allocated && pending_events == 0 && mapped; }
+  bool is_cached() const { return !allocated && !pending && mapped; }
   std::uintptr_t end() const { return address + size; }
 };
 

@@ -16,7 +16,9 @@
 namespace frugal::alloc {
 
 namespace {
-constexpr std::size_t kMaxRequest = std::size_t{1} << 48;
+// Larger requests are refused outright: no device has this much memory, and block sizes
+// then always fit Block::counted_non_releasable.
+constexpr std::size_t kMaxRequest = std::size_t{1} << 40;
 }  // namespace
 
 CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorConfig config)
@@ -227,6 +229,7 @@ void CachingAllocator::free(const Allocation& allocation) {
       pending_.push_back(PendingFree{backend_->record_event(s), block});
       ++block->pending_events;
     }
+    block->pending = true;
     delete block->stream_uses;
     block->stream_uses = nullptr;
     live_.pending_count.increase(kind, 1);
@@ -260,6 +263,7 @@ void CachingAllocator::process_events(bool wait) {
     pending_[i] = pending_.back();
     pending_.pop_back();
     if (--p.block->pending_events == 0) {
+      p.block->pending = false;
       const PoolKind kind = p.block->segment->pool;
       live_.pending_count.decrease(kind, 1);
       live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
@@ -275,25 +279,6 @@ FRUGAL_HOT void CachingAllocator::cache_block(Block* block) {
   block = merge_free_neighbours(block);
   block->free_tick = tick_;
   index_insert(block);
-}
-
-Block* CachingAllocator::merge_free_neighbours(Block* block) {
-  if (Block* prev = block->prev; prev != nullptr && prev->is_cached()) {
-    index_erase(prev);
-    prev->size += block->size;
-    prev->next = block->next;
-    if (block->next != nullptr) block->next->prev = prev;
-    delete_block(block);
-    block = prev;
-  }
-  if (Block* next = block->next; next != nullptr && next->is_cached()) {
-    index_erase(next);
-    block->size += next->size;
-    block->next = next->next;
-    if (next->next != nullptr) next->next->prev = block;
-    delete_block(next);
-  }
-  return block;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -475,7 +460,7 @@ std::vector<SegmentInfo> CachingAllocator::snapshot() const {
     info.expandable = seg->expandable;
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
       info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped,
-                             b->pending_events > 0});
+                             b->pending});
     }
     out.push_back(std::move(info));
   }
@@ -518,16 +503,13 @@ Block* CachingAllocator::new_block() {
   block->prev = block->next = block->link_prev = block->link_next = nullptr;
   block->allocated = false;
   block->mapped = true;
+  block->pending = false;
+  block->counted_non_releasable = 0;
   block->pending_events = 0;
   block->requested = block->free_tick = block->trace_id = 0;
   block->stream_uses = nullptr;
   return block;
 }
 
-// Spare records form a list through link_next; nothing is given back until destruction.
-void CachingAllocator::delete_block(Block* block) {
-  block->link_next = spare_blocks_;
-  spare_blocks_ = block;
-}
 
 }  // namespace frugal::alloc

@@ -136,6 +136,7 @@ class CachingAllocator {
   Block* merge_free_neighbours(Block* block);
   std::size_t non_releasable_bytes(const Block* block) const;
   std::int64_t max_split_size_stat() const;
+
   void index_insert(Block* block);
   void index_erase(Block* block);
   void process_events(bool wait);

@@ -18,7 +18,7 @@ namespace {
 std::uintptr_t round_down(std::uintptr_t x, std::size_t g) { return x / g * g; }
 std::uintptr_t round_up(std::uintptr_t x, std::size_t g) { return (x + g - 1) / g * g; }
 
-bool is_free(const Block* b) { return !b->allocated && b->pending_events == 0; }
+bool is_free(const Block* b) { return !b->allocated && !b->pending; }
 
 void unmapped_push(Segment* seg, Block* b) {
   b->link_prev = nullptr;
@@ -82,7 +82,9 @@ void CachingAllocator::note_unmapped(Segment* seg, std::size_t bytes) {
 
 Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size) {
   const std::size_t g = granularity_;
-  const std::size_t bytes = round_up(std::max(backend_->total_memory(), size), g);
+  // The device's whole memory (address space is cheap), at most 1 TiB.
+  constexpr std::size_t kMaxRange = std::size_t{1} << 40;
+  const std::size_t bytes = round_up(std::max(std::min(backend_->total_memory(), kMaxRange), size), g);
   void* base = backend_->reserve_address_range(bytes);
   auto* seg = new Segment;
   seg->base = reinterpret_cast<std::uintptr_t>(base);

@@ -48,9 +48,13 @@ FRUGAL_HOT std::size_t CachingAllocator::non_releasable_bytes(const Block* block
   return g1 > g0 ? block->size - (g1 - g0) : block->size;
 }
 
+// Entering and leaving the free index changes the non-releasable ("inactive split") stats;
+// the amount counted on entry is kept in the block, so leaving costs no recomputation.
 FRUGAL_HOT void CachingAllocator::index_insert(Block* block) {
   block->segment->free_blocks->insert(block);
-  if (const std::size_t bytes = non_releasable_bytes(block)) {
+  const std::size_t bytes = non_releasable_bytes(block);
+  block->counted_non_releasable = static_cast<std::uint32_t>(bytes / FreeIndex::kUnitBytes);
+  if (bytes != 0) {
     live_.inactive_split.increase(block->segment->pool, 1);
     live_.inactive_split_bytes.increase(block->segment->pool, static_cast<std::int64_t>(bytes));
   }
@@ -58,10 +62,39 @@ FRUGAL_HOT void CachingAllocator::index_insert(Block* block) {
 
 FRUGAL_HOT void CachingAllocator::index_erase(Block* block) {
   block->segment->free_blocks->erase(block);
-  if (const std::size_t bytes = non_releasable_bytes(block)) {
+  if (const std::uint32_t units = block->counted_non_releasable) {
     live_.inactive_split.decrease(block->segment->pool, 1);
-    live_.inactive_split_bytes.decrease(block->segment->pool, static_cast<std::int64_t>(bytes));
+    live_.inactive_split_bytes.decrease(
+        block->segment->pool, static_cast<std::int64_t>(units) * FreeIndex::kUnitBytes);
+    block->counted_non_releasable = 0;
   }
+}
+
+// Spare records form a list through link_next; nothing is given back until destruction.
+FRUGAL_HOT void CachingAllocator::delete_block(Block* block) {
+  block->link_next = spare_blocks_;
+  spare_blocks_ = block;
+}
+
+// Merges a block that just became free with its cached neighbours; the lower block of a
+// pair absorbs the higher one. Returns the merged block, not yet indexed.
+FRUGAL_HOT Block* CachingAllocator::merge_free_neighbours(Block* block) {
+  if (Block* prev = block->prev; prev != nullptr && prev->is_cached()) {
+    index_erase(prev);
+    prev->size += block->size;
+    prev->next = block->next;
+    if (block->next != nullptr) block->next->prev = prev;
+    delete_block(block);
+    block = prev;
+  }
+  if (Block* next = block->next; next != nullptr && next->is_cached()) {
+    index_erase(next);
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next != nullptr) next->next->prev = block;
+    delete_block(next);
+  }
+  return block;
 }
 
 }  // namespace frugal::alloc
