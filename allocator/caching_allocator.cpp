@@ -490,26 +490,11 @@ void CachingAllocator::unlink_segment(Segment* seg) {
   if (seg->next_segment != nullptr) seg->next_segment->prev_segment = seg->prev_segment;
 }
 
-Block* CachingAllocator::new_block() {
-  if (spare_blocks_ == nullptr) [[unlikely]] {
-    constexpr std::size_t kChunk = 256;
-    block_chunks_.push_back(std::make_unique<Block[]>(kChunk));
-    Block* chunk = block_chunks_.back().get();
-    for (std::size_t i = 0; i < kChunk; ++i) delete_block(&chunk[i]);
-  }
-  Block* block = spare_blocks_;
-  spare_blocks_ = block->link_next;
-  // Field by field: assigning a fresh Block{} copies a 128-byte temporary.
-  block->prev = block->next = block->link_prev = block->link_next = nullptr;
-  block->allocated = false;
-  block->mapped = true;
-  block->pending = false;
-  block->counted_non_releasable = 0;
-  block->pending_events = 0;
-  block->requested = block->free_tick = block->trace_id = 0;
-  block->stream_uses = nullptr;
-  return block;
+void CachingAllocator::add_spare_blocks() {
+  constexpr std::size_t kChunk = 256;
+  block_chunks_.push_back(std::make_unique<Block[]>(kChunk));
+  Block* chunk = block_chunks_.back().get();
+  for (std::size_t i = 0; i < kChunk; ++i) delete_block(&chunk[i]);
 }
-
 
 }  // namespace frugal::alloc

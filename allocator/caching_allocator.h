@@ -152,6 +152,7 @@ class CachingAllocator {
   void link_segment(Segment* seg);
   void unlink_segment(Segment* seg);
   Block* new_block();
+  void add_spare_blocks();
   void delete_block(Block* block);
 
   std::shared_ptr<Backend> backend_;

@@ -75,9 +75,16 @@ class FreeIndex {
   Block* best_fit(std::size_t bytes) const {
     const std::size_t key = (bytes + kUnitBytes - 1) / kUnitBytes;
     if (key < kFlatSizes) [[likely]] {
+      // A size in key's own word of 64 sizes, else the next word in its group of 64 words.
       const std::size_t w = key / 64;
       if (const std::uint64_t m = words_[w] & (~std::uint64_t{0} << (key & 63))) {
         return heads_[w * 64 + std::countr_zero(m)];
+      }
+      if ((w & 63) != 63) {
+        if (const std::uint64_t m = summary_[w / 64] & (~std::uint64_t{0} << ((w & 63) + 1))) {
+          const std::size_t next = (w & ~std::size_t{63}) + std::countr_zero(m);
+          return heads_[next * 64 + std::countr_zero(words_[next])];
+        }
       }
     }
     return best_fit_slow(key);

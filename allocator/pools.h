@@ -76,6 +76,22 @@ FRUGAL_HOT void CachingAllocator::delete_block(Block* block) {
   spare_blocks_ = block;
 }
 
+FRUGAL_HOT Block* CachingAllocator::new_block() {
+  if (spare_blocks_ == nullptr) [[unlikely]] add_spare_blocks();
+  Block* block = spare_blocks_;
+  spare_blocks_ = block->link_next;
+  // Field by field: assigning a fresh Block{} copies a 128-byte temporary.
+  block->prev = block->next = block->link_prev = block->link_next = nullptr;
+  block->allocated = false;
+  block->mapped = true;
+  block->pending = false;
+  block->counted_non_releasable = 0;
+  block->pending_events = 0;
+  block->requested = block->free_tick = block->trace_id = 0;
+  block->stream_uses = nullptr;
+  return block;
+}
+
 // Merges a block that just became free with its cached neighbours; the lower block of a
 // pair absorbs the higher one. Returns the merged block, not yet indexed.
 FRUGAL_HOT Block* CachingAllocator::merge_free_neighbours(Block* block) {
