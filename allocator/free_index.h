@@ -38,14 +38,20 @@ class FreeIndex {
       insert_huge(block);
       return;
     }
-    Block* head = heads_[key];
-    block->link_next = head;
-    heads_[key] = block;
-    if (head != nullptr) {
+    // The bitmap, small and usually cached, says whether the size's list is empty. Only a
+    // non-empty list's head is read from the large table (a likely cache miss, which
+    // stalls); storing a new head does not stall.
+    const std::uint64_t word = words_[key / 64];
+    if (word & bit(key)) {
+      Block* head = heads_[key];
+      block->link_next = head;
       head->link_prev = block;
+      heads_[key] = block;
       return;
     }
-    words_[key / 64] |= bit(key);
+    block->link_next = nullptr;
+    heads_[key] = block;
+    words_[key / 64] = word | bit(key);
     summary_[key / 4096] |= bit(key / 64);
     top_ |= bit(key / 4096);
   }
