@@ -24,7 +24,8 @@ def main(folder, repeats):
     print()
     print(f"- date: {sh('date -u +%Y-%m-%dT%H:%MZ')}")
     print(f"- commit: {sh('git rev-parse --short HEAD')}")
-    print(f"- machine: {sh('lscpu | grep \"Model name\" | sed \"s/.*: *//\"')}, {sh('nproc')} cores")
+    model = sh("lscpu | grep 'Model name' | sed 's/.*: *//'")
+    print(f"- machine: {model}, {sh('nproc')} cores")
     print(f"- compiler: {sh('g++ --version | head -1')}")
     print(f"- command: `bash bench/alloc.sh {repeats}`")
     print(f"- timer overhead subtracted per window: {runs[0]['timer_overhead_ns']:.1f} ns "

@@ -1,0 +1,264 @@
+// The elementwise kernels. Each op is a small lambda on the compute type; run_unary and
+// run_binary give it contiguous and broadcast-scalar fast paths that the compiler
+// vectorises, and a general strided path. Transcendentals on contiguous float/double runs
+// use Eigen's vectorised array functions.
+#include "kernels/cpu/elementwise.h"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "common/half.h"
+
+namespace frugal::kernels::cpu {
+
+namespace {
+
+template <class T>
+T load(const char* p) {
+  return *reinterpret_cast<const T*>(p);
+}
+
+template <class T, class F>
+void run_unary(const StridedLoop& loop, F f) {
+  using C = compute_t<T>;
+  for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+    constexpr std::int64_t e = sizeof(T);
+    if (s[0] == e && s[1] == e) {
+      T* out = reinterpret_cast<T*>(p[0]);
+      const T* in = reinterpret_cast<const T*>(p[1]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<C>(in[i])));
+    } else {
+      for (std::int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) =
+            static_cast<T>(f(static_cast<C>(load<T>(p[1] + i * s[1]))));
+    }
+  });
+}
+
+template <class T, class F>
+void run_binary(const StridedLoop& loop, F f) {
+  using C = compute_t<T>;
+  for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+    constexpr std::int64_t e = sizeof(T);
+    T* out = reinterpret_cast<T*>(p[0]);
+    const T* a = reinterpret_cast<const T*>(p[1]);
+    const T* b = reinterpret_cast<const T*>(p[2]);
+    if (s[0] == e && s[1] == e && s[2] == e) {
+      for (std::int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<T>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+    } else if (s[0] == e && s[1] == e && s[2] == 0) {
+      const C bv = static_cast<C>(b[0]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<C>(a[i]), bv));
+    } else if (s[0] == e && s[1] == 0 && s[2] == e) {
+      const C av = static_cast<C>(a[0]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(av, static_cast<C>(b[i])));
+    } else {
+      for (std::int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(
+            f(static_cast<C>(load<T>(p[1] + i * s[1])), static_cast<C>(load<T>(p[2] + i * s[2]))));
+    }
+  });
+}
+
+// Eigen's vectorised exp/log/tanh/logistic/sqrt on contiguous float and double runs.
+template <class T, class EigenFn, class ScalarFn>
+void run_unary_vectorised(const StridedLoop& loop, EigenFn eigen_fn, ScalarFn scalar_fn) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+      if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+        using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+        Eigen::Map<Array> out(reinterpret_cast<T*>(p[0]), n);
+        Eigen::Map<const Array> in(reinterpret_cast<const T*>(p[1]), n);
+        out = eigen_fn(in);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<T*>(p[0] + i * s[0]) = scalar_fn(load<T>(p[1] + i * s[1]));
+      }
+    });
+  } else {
+    run_unary<T>(loop, scalar_fn);
+  }
+}
+
+template <class C>
+C sigmoid(C x) {
+  return C(1) / (C(1) + std::exp(-x));
+}
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+}  // namespace
+
+template <class T>
+void unary(UnaryOp op, const StridedLoop& loop, double lo, double hi) {
+  using C = compute_t<T>;
+  switch (op) {
+    case UnaryOp::Neg: return run_unary<T>(loop, [](C x) { return C(-x); });
+    case UnaryOp::Abs:
+      return run_unary<T>(loop, [](C x) { return x < C(0) ? C(-x) : x; });
+    case UnaryOp::Relu:  // NaN passes through, as in PyTorch
+      return run_unary<T>(loop, [](C x) { return x < C(0) ? C(0) : x; });
+    case UnaryOp::Square: return run_unary<T>(loop, [](C x) { return C(x * x); });
+    case UnaryOp::Sign:
+      return run_unary<T>(loop, [](C x) { return C((C(0) < x) - (x < C(0))); });
+    case UnaryOp::Reciprocal: return run_unary<T>(loop, [](C x) { return C(C(1) / x); });
+    case UnaryOp::Exp:
+      return run_unary_vectorised<T>(
+          loop, [](const auto& a) { return a.exp(); }, [](C x) { return C(std::exp(x)); });
+    case UnaryOp::Log:
+      return run_unary_vectorised<T>(
+          loop, [](const auto& a) { return a.log(); }, [](C x) { return C(std::log(x)); });
+    case UnaryOp::Sqrt:
+      return run_unary_vectorised<T>(
+          loop, [](const auto& a) { return a.sqrt(); }, [](C x) { return C(std::sqrt(x)); });
+    case UnaryOp::Tanh:
+      return run_unary_vectorised<T>(
+          loop, [](const auto& a) { return a.tanh(); }, [](C x) { return C(std::tanh(x)); });
+    case UnaryOp::Sigmoid:
+      return run_unary_vectorised<T>(
+          loop, [](const auto& a) { return a.logistic(); }, [](C x) { return sigmoid(x); });
+    case UnaryOp::Gelu:
+      return run_unary<T>(loop, [](C x) {
+        return C(0.5 * x * (1.0 + std::erf(static_cast<double>(x) * kInvSqrt2)));
+      });
+    case UnaryOp::Clamp: {
+      const bool has_lo = !std::isnan(lo), has_hi = !std::isnan(hi);
+      const C l = static_cast<C>(lo), h = static_cast<C>(hi);
+      return run_unary<T>(loop, [=](C x) {
+        if (has_lo && x < l) x = l;
+        if (has_hi && x > h) x = h;
+        return x;
+      });
+    }
+  }
+}
+
+template <class T>
+void binary(BinaryOp op, const StridedLoop& loop, double alpha, double beta) {
+  using C = compute_t<T>;
+  const C al = static_cast<C>(alpha);
+  switch (op) {
+    case BinaryOp::Add:
+      if (alpha == 1) return run_binary<T>(loop, [](C a, C b) { return C(a + b); });
+      return run_binary<T>(loop, [=](C a, C b) { return C(a + al * b); });
+    case BinaryOp::Sub:
+      if (alpha == 1) return run_binary<T>(loop, [](C a, C b) { return C(a - b); });
+      return run_binary<T>(loop, [=](C a, C b) { return C(a - al * b); });
+    case BinaryOp::Mul: return run_binary<T>(loop, [](C a, C b) { return C(a * b); });
+    case BinaryOp::Div: return run_binary<T>(loop, [](C a, C b) { return C(a / b); });
+    case BinaryOp::Pow:
+      return run_binary<T>(loop, [](C a, C b) { return static_cast<C>(std::pow(a, b)); });
+    case BinaryOp::ReluBackward:
+      return run_binary<T>(loop, [](C g, C y) { return y > C(0) ? g : C(0); });
+    case BinaryOp::SigmoidBackward:
+      return run_binary<T>(loop, [](C g, C y) { return C(g * y * (C(1) - y)); });
+    case BinaryOp::TanhBackward:
+      return run_binary<T>(loop, [](C g, C y) { return C(g * (C(1) - y * y)); });
+    case BinaryOp::GeluBackward:
+      return run_binary<T>(loop, [](C g, C x) {
+        const double xd = static_cast<double>(x);
+        const double cdf = 0.5 * (1.0 + std::erf(xd * kInvSqrt2));
+        const double pdf = kInvSqrt2Pi * std::exp(-0.5 * xd * xd);
+        return C(static_cast<double>(g) * (cdf + xd * pdf));
+      });
+    case BinaryOp::ClampBackward: {
+      const bool has_lo = !std::isnan(alpha), has_hi = !std::isnan(beta);
+      const C l = static_cast<C>(alpha), h = static_cast<C>(beta);
+      return run_binary<T>(loop, [=](C g, C x) {
+        return ((has_lo && x < l) || (has_hi && x > h)) ? C(0) : g;
+      });
+    }
+  }
+}
+
+template <class T>
+void compare(CompareOp op, const StridedLoop& loop) {
+  using C = compute_t<T>;
+  auto run = [&](auto f) {
+    for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+      for (std::int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<bool*>(p[0] + i * s[0]) =
+            f(static_cast<C>(load<T>(p[1] + i * s[1])), static_cast<C>(load<T>(p[2] + i * s[2])));
+    });
+  };
+  switch (op) {
+    case CompareOp::Eq: return run([](C a, C b) { return a == b; });
+    case CompareOp::Ne: return run([](C a, C b) { return a != b; });
+    case CompareOp::Lt: return run([](C a, C b) { return a < b; });
+    case CompareOp::Le: return run([](C a, C b) { return a <= b; });
+    case CompareOp::Gt: return run([](C a, C b) { return a > b; });
+    case CompareOp::Ge: return run([](C a, C b) { return a >= b; });
+  }
+}
+
+template <class T>
+void where(const StridedLoop& loop) {
+  for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<T*>(p[0] + i * s[0]) = load<bool>(p[1] + i * s[1])
+                                                   ? load<T>(p[2] + i * s[2])
+                                                   : load<T>(p[3] + i * s[3]);
+  });
+}
+
+template <class T>
+void fill(const StridedLoop& loop, T value) {
+  for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+    if (s[0] == sizeof(T)) {
+      T* out = reinterpret_cast<T*>(p[0]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = value;
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = value;
+    }
+  });
+}
+
+template <class Dst, class Src>
+void cast(const StridedLoop& loop) {
+  for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+    auto convert = [](Src v) {
+      if constexpr (std::is_same_v<Dst, bool>) return static_cast<float>(v) != 0.0f;
+      else if constexpr (std::is_same_v<Src, Half> || std::is_same_v<Src, BFloat16>)
+        return static_cast<Dst>(static_cast<float>(v));
+      else if constexpr (std::is_same_v<Dst, Half> || std::is_same_v<Dst, BFloat16>)
+        return Dst(static_cast<float>(v));
+      else return static_cast<Dst>(v);
+    };
+    if (s[0] == sizeof(Dst) && s[1] == sizeof(Src)) {
+      Dst* out = reinterpret_cast<Dst*>(p[0]);
+      const Src* in = reinterpret_cast<const Src*>(p[1]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = convert(in[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Dst*>(p[0] + i * s[0]) = convert(load<Src>(p[1] + i * s[1]));
+    }
+  });
+}
+
+#define FRUGAL_NUMERIC_TYPES(X) \
+  X(float) X(double) X(Half) X(BFloat16) X(std::int32_t) X(std::int64_t) X(std::uint8_t)
+#define FRUGAL_ALL_TYPES(X) FRUGAL_NUMERIC_TYPES(X) X(bool)
+
+#define FRUGAL_INSTANTIATE_MATH(T)                                    \
+  template void unary<T>(UnaryOp, const StridedLoop&, double, double); \
+  template void binary<T>(BinaryOp, const StridedLoop&, double, double);
+FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH)
+
+#define FRUGAL_INSTANTIATE_ANY(T)                             \
+  template void compare<T>(CompareOp, const StridedLoop&);    \
+  template void where<T>(const StridedLoop&);                 \
+  template void fill<T>(const StridedLoop&, T);
+FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)
+
+#define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
+#define FRUGAL_CASTS_TO(Dst)                                                             \
+  FRUGAL_CAST_PAIR(Dst, float) FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) \
+  FRUGAL_CAST_PAIR(Dst, BFloat16) FRUGAL_CAST_PAIR(Dst, std::int32_t)                    \
+  FRUGAL_CAST_PAIR(Dst, std::int64_t) FRUGAL_CAST_PAIR(Dst, std::uint8_t)                \
+  FRUGAL_CAST_PAIR(Dst, bool)
+FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
+
+}  // namespace frugal::kernels::cpu

@@ -1,0 +1,183 @@
+// gemm over raw row-major pointers: float and double map the operands in place for Eigen's
+// GEMM (no copy, so the speed is Eigen's own); 16-bit types multiply float tiles on the stack.
+#include "kernels/cpu/gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "common/error.h"
+#include "kernels/cpu/parallel.h"
+
+namespace frugal::kernels::cpu {
+
+namespace {
+
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class T>
+using MutMap = Eigen::Map<RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+void check_args(const char* name, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, std::string(name) + ": negative size m=" +
+                                               std::to_string(m) + " n=" + std::to_string(n) +
+                                               " k=" + std::to_string(k));
+  const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  // An empty operand may carry any leading dimension, so 0 is accepted when a row is empty.
+  FRUGAL_CHECK(lda >= a_cols && ldb >= b_cols && ldc >= n,
+               std::string(name) + ": leading dimension smaller than a row (lda=" +
+                   std::to_string(lda) + " for " + std::to_string(a_cols) + " columns, ldb=" +
+                   std::to_string(ldb) + " for " + std::to_string(b_cols) + ", ldc=" +
+                   std::to_string(ldc) + " for " + std::to_string(n) + ")");
+}
+
+// The scalar factor and the transposes fold into Eigen's GEMM call; noalias() keeps Eigen
+// from computing into a temporary first.
+template <class T, class L, class R>
+void eigen_product(MutMap<T>& c, const L& lhs, const R& rhs, T alpha, T beta) {
+  if (beta == T(0)) {
+    c.noalias() = alpha * lhs * rhs;
+  } else {
+    if (beta != T(1)) c *= beta;
+    c.noalias() += alpha * lhs * rhs;
+  }
+}
+
+template <class T>
+void gemm_eigen(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta,
+                T* c, std::int64_t ldc) {
+  MutMap<T> cm(c, m, n, Eigen::OuterStride<>(ldc));
+  ConstMap<T> am(a, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
+  ConstMap<T> bm(b, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
+  if (trans_a) {
+    if (trans_b) {
+      eigen_product(cm, am.transpose(), bm.transpose(), alpha, beta);
+    } else {
+      eigen_product(cm, am.transpose(), bm, alpha, beta);
+    }
+  } else if (trans_b) {
+    eigen_product(cm, am, bm.transpose(), alpha, beta);
+  } else {
+    eigen_product(cm, am, bm, alpha, beta);
+  }
+}
+
+// 16-bit operands: tiles of op(A) and op(B) are widened to float on the stack (kernels do not
+// allocate), multiplied by Eigen, and the float sum over all of k is rounded once at the end.
+constexpr std::int64_t kTileM = 64, kTileN = 64, kTileK = 128;
+
+template <class T>
+void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                float alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+                float beta, T* c, std::int64_t ldc) {
+  const std::int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
+  const std::int64_t tiles = tiles_m * tiles_n;
+  const std::int64_t grain = m * n * k >= (std::int64_t{1} << 18) ? 1 : tiles;
+  parallel_for(0, tiles, grain, [&](std::int64_t t0, std::int64_t t1) {
+    alignas(64) float at[kTileM * kTileK];
+    alignas(64) float bt[kTileK * kTileN];
+    alignas(64) float ct[kTileM * kTileN];
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const std::int64_t i0 = (t / tiles_n) * kTileM, j0 = (t % tiles_n) * kTileN;
+      const std::int64_t mb = std::min(kTileM, m - i0), nb = std::min(kTileN, n - j0);
+      MutMap<float> cm(ct, mb, nb, Eigen::OuterStride<>(kTileN));
+      if (k == 0) cm.setZero();
+      for (std::int64_t k0 = 0; k0 < k; k0 += kTileK) {
+        const std::int64_t kb = std::min(kTileK, k - k0);
+        for (std::int64_t i = 0; i < mb; ++i)
+          for (std::int64_t p = 0; p < kb; ++p)
+            at[i * kTileK + p] = trans_a ? static_cast<float>(a[(k0 + p) * lda + i0 + i])
+                                         : static_cast<float>(a[(i0 + i) * lda + k0 + p]);
+        for (std::int64_t p = 0; p < kb; ++p)
+          for (std::int64_t j = 0; j < nb; ++j)
+            bt[p * kTileN + j] = trans_b ? static_cast<float>(b[(j0 + j) * ldb + k0 + p])
+                                         : static_cast<float>(b[(k0 + p) * ldb + j0 + j]);
+        ConstMap<float> am(at, mb, kb, Eigen::OuterStride<>(kTileK));
+        ConstMap<float> bm(bt, kb, nb, Eigen::OuterStride<>(kTileN));
+        if (k0 == 0) {
+          cm.noalias() = am * bm;
+        } else {
+          cm.noalias() += am * bm;
+        }
+      }
+      for (std::int64_t i = 0; i < mb; ++i) {
+        T* crow = c + (i0 + i) * ldc + j0;
+        for (std::int64_t j = 0; j < nb; ++j) {
+          const float prior = beta == 0.0f ? 0.0f : beta * static_cast<float>(crow[j]);
+          crow[j] = T(alpha * ct[i * kTileN + j] + prior);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+          std::int64_t ldc) {
+  check_args("gemm", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (k == 0) {
+      MutMap<T> cm(c, m, n, Eigen::OuterStride<>(ldc));
+      if (beta == T(0)) {
+        cm.setZero();
+      } else {
+        cm *= beta;
+      }
+      return;
+    }
+    gemm_eigen(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    gemm_16bit(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
+               static_cast<float>(beta), c, ldc);
+  }
+}
+
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m, std::int64_t n,
+                  std::int64_t k, T alpha, const T* a, std::int64_t lda, std::int64_t stride_a,
+                  const T* b, std::int64_t ldb, std::int64_t stride_b, T beta, T* c,
+                  std::int64_t ldc, std::int64_t stride_c) {
+  check_args("gemm_batched", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  FRUGAL_CHECK(batch >= 0, "gemm_batched: negative batch " + std::to_string(batch));
+  // Splitting the batch across threads needs no synchronisation inside a product, so it wins
+  // whenever the matrices are too small for Eigen to thread well or the split is balanced.
+  const std::int64_t threads = get_num_threads();
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const bool split_batch =
+      batch > 1 && (work < 64.0 * 64.0 * 64.0 || batch % threads == 0 || batch >= 4 * threads);
+  auto one = [&](std::int64_t i) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+         c + i * stride_c, ldc);
+  };
+  if (split_batch) {
+    parallel_for(0, batch, 1, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t i = b0; i < b1; ++i) one(i);
+    });
+  } else {
+    for (std::int64_t i = 0; i < batch; ++i) one(i);
+  }
+}
+
+#define FRUGAL_INSTANTIATE_GEMM(T)                                                            \
+  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,   \
+                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);           \
+  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,        \
+                                std::int64_t, T, const T*, std::int64_t, std::int64_t,       \
+                                const T*, std::int64_t, std::int64_t, T, T*, std::int64_t,   \
+                                std::int64_t);
+FRUGAL_INSTANTIATE_GEMM(float)
+FRUGAL_INSTANTIATE_GEMM(double)
+FRUGAL_INSTANTIATE_GEMM(Half)
+FRUGAL_INSTANTIATE_GEMM(BFloat16)
+#undef FRUGAL_INSTANTIATE_GEMM
+
+}  // namespace frugal::kernels::cpu

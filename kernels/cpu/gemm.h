@@ -1,0 +1,31 @@
+// Dense matrix multiply on row-major raw pointers (the BLAS gemm contract), single and batched.
+// float and double run Eigen's GEMM in place; Half and BFloat16 compute in float.
+#pragma once
+
+#include <cstdint>
+
+#include "common/half.h"
+
+namespace frugal::kernels::cpu {
+
+// C = alpha * op(A) * op(B) + beta * C, all row-major: op(A) is m x k, op(B) is k x n, C is
+// m x n. With trans_a, `a` holds the k x m matrix A (so op(A) = A^T); likewise trans_b.
+// lda, ldb, ldc are the distances in elements between consecutive rows as stored. beta == 0
+// never reads C, so C may be uninitialised. C must not overlap A or B.
+// Threads: Eigen's OpenMP team of get_num_threads(); one thread inside a parallel_for body.
+// T: float, double, Half, BFloat16 (16-bit types accumulate in float).
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+          const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+          std::int64_t ldc);
+
+// `batch` independent gemms; matrix i of each operand starts at (pointer + i * stride_x).
+// A stride of 0 shares one matrix across the batch (a weight, say). Small matrices run in
+// parallel over the batch, large ones one after another with a threaded GEMM each.
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m, std::int64_t n,
+                  std::int64_t k, T alpha, const T* a, std::int64_t lda, std::int64_t stride_a,
+                  const T* b, std::int64_t ldb, std::int64_t stride_b, T beta, T* c,
+                  std::int64_t ldc, std::int64_t stride_c);
+
+}  // namespace frugal::kernels::cpu

@@ -1,0 +1,303 @@
+// Max, average and adaptive average pooling, forward and backward, one input plane per task.
+// Window bounds and tie/NaN rules follow PyTorch's CPU kernels so results match it exactly.
+#include "kernels/cpu/pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+#include "kernels/cpu/parallel.h"
+
+namespace frugal::kernels::cpu {
+
+namespace {
+
+std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
+                      std::int64_t dilation, bool ceil_mode) {
+  const std::int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  std::int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Planes per task: enough work per chunk that small tensors are not split at all.
+std::int64_t plane_grain(std::int64_t plane_elems) {
+  return std::max<std::int64_t>(1, (std::int64_t{1} << 15) / std::max<std::int64_t>(1, plane_elems));
+}
+
+// ceil(a / b) for b > 0 and any sign of a.
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+std::string describe(const Pool2dParams& p) {
+  auto s = [](std::int64_t v) { return std::to_string(v); };
+  return "input [" + s(p.N) + ", " + s(p.C) + ", " + s(p.H) + ", " + s(p.W) + "], kernel " +
+         s(p.kH) + "x" + s(p.kW) + ", stride " + s(p.stride_h) + "x" + s(p.stride_w) +
+         ", padding " + s(p.pad_h) + "x" + s(p.pad_w) + ", dilation " + s(p.dilation_h) + "x" +
+         s(p.dilation_w) + (p.ceil_mode ? ", ceil_mode" : "");
+}
+
+}  // namespace
+
+std::int64_t Pool2dParams::out_h() const {
+  return pool_out(H, kH, stride_h, pad_h, dilation_h, ceil_mode);
+}
+std::int64_t Pool2dParams::out_w() const {
+  return pool_out(W, kW, stride_w, pad_w, dilation_w, ceil_mode);
+}
+
+void validate_pool2d(const Pool2dParams& p, bool average) {
+  const char* problem = nullptr;
+  if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1) {
+    problem = "sizes must be at least 1 (the batch may be 0)";
+  } else if (p.kH < 1 || p.kW < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
+             p.dilation_w < 1) {
+    problem = "kernel, stride and dilation must be at least 1";
+  } else if (average && (p.dilation_h != 1 || p.dilation_w != 1)) {
+    problem = "average pooling has no dilation";
+  } else if (p.pad_h < 0 || p.pad_w < 0 || p.pad_h > p.kH / 2 || p.pad_w > p.kW / 2) {
+    problem = "padding must be between 0 and half the kernel size";
+  } else if (p.out_h() < 1 || p.out_w() < 1) {
+    problem = "the output would be empty (kernel larger than the padded input)";
+  }
+  FRUGAL_CHECK(problem == nullptr, std::string(average ? "avg_pool2d: " : "max_pool2d: ") +
+                                       (problem ? problem : "") + " (" + describe(p) + ")");
+}
+
+void validate_adaptive_pool2d(const AdaptivePool2dParams& p) {
+  FRUGAL_CHECK(p.N >= 0 && p.C >= 1 && p.H >= 1 && p.W >= 1 && p.out_h >= 1 && p.out_w >= 1,
+               "adaptive_avg_pool2d: sizes must be at least 1 (the batch may be 0): input [" +
+                   std::to_string(p.N) + ", " + std::to_string(p.C) + ", " + std::to_string(p.H) +
+                   ", " + std::to_string(p.W) + "], output " + std::to_string(p.out_h) + "x" +
+                   std::to_string(p.out_w));
+}
+
+template <class T>
+void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::int64_t* indices) {
+  using A = compute_t<T>;
+  validate_pool2d(p, false);
+  const std::int64_t OH = p.out_h(), OW = p.out_w(), HW = p.H * p.W;
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const T* in = input + u * HW;
+      for (std::int64_t oh = 0; oh < OH; ++oh) {
+        std::int64_t h0 = oh * p.stride_h - p.pad_h;
+        const std::int64_t h1 = std::min(h0 + (p.kH - 1) * p.dilation_h + 1, p.H);
+        while (h0 < 0) h0 += p.dilation_h;
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          std::int64_t w0 = ow * p.stride_w - p.pad_w;
+          const std::int64_t w1 = std::min(w0 + (p.kW - 1) * p.dilation_w + 1, p.W);
+          while (w0 < 0) w0 += p.dilation_w;
+          std::int64_t best_at = h0 * p.W + w0;
+          A best = -std::numeric_limits<A>::infinity();
+          for (std::int64_t h = h0; h < h1; h += p.dilation_h) {
+            for (std::int64_t w = w0; w < w1; w += p.dilation_w) {
+              const A v = static_cast<A>(in[h * p.W + w]);
+              if (v > best || std::isnan(v)) {
+                best = v;
+                best_at = h * p.W + w;
+              }
+            }
+          }
+          output[u * OH * OW + oh * OW + ow] = static_cast<T>(best);
+          indices[u * OH * OW + oh * OW + ow] = best_at;
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void max_pool2d_backward(const Pool2dParams& p, const T* grad_output, const std::int64_t* indices,
+                         T* grad_input) {
+  using A = compute_t<T>;
+  validate_pool2d(p, false);
+  const std::int64_t OHW = p.out_h() * p.out_w(), HW = p.H * p.W;
+  // An exception cannot leave a parallel region: bad indices are skipped, then reported.
+  std::atomic<bool> bad_index{false};
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      T* gin = grad_input + u * HW;
+      std::fill(gin, gin + HW, T(0));
+      const T* gout = grad_output + u * OHW;
+      const std::int64_t* idx = indices + u * OHW;
+      for (std::int64_t i = 0; i < OHW; ++i) {
+        const std::int64_t at = idx[i];
+        if (at < 0 || at >= HW) [[unlikely]] {
+          bad_index.store(true, std::memory_order_relaxed);
+          continue;
+        }
+        gin[at] = static_cast<T>(static_cast<A>(gin[at]) + static_cast<A>(gout[i]));
+      }
+    }
+  });
+  FRUGAL_CHECK(!bad_index.load(), "max_pool2d_backward: an index lies outside its input plane of " +
+                                      std::to_string(HW) + " elements");
+}
+
+namespace {
+
+// PyTorch's average window along one dim: [start, end) clipped to the input, and the
+// divisor's share (the window clipped to the padded input, or to the input alone).
+struct AvgWindow {
+  std::int64_t start, end, count;
+};
+AvgWindow avg_window(std::int64_t o, std::int64_t size, std::int64_t k, std::int64_t stride,
+                     std::int64_t pad, bool include_pad) {
+  const std::int64_t s = o * stride - pad;
+  const std::int64_t e = std::min(s + k, size + pad);
+  AvgWindow w{std::max<std::int64_t>(s, 0), std::min(e, size), e - s};
+  if (!include_pad) w.count = std::max<std::int64_t>(w.end - w.start, 0);
+  return w;
+}
+
+}  // namespace
+
+template <class T>
+void avg_pool2d_forward(const Pool2dParams& p, const T* input, T* output) {
+  using A = compute_t<T>;
+  validate_pool2d(p, true);
+  const std::int64_t OH = p.out_h(), OW = p.out_w(), HW = p.H * p.W;
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const T* in = input + u * HW;
+      T* out = output + u * OH * OW;
+      for (std::int64_t oh = 0; oh < OH; ++oh) {
+        const AvgWindow wh = avg_window(oh, p.H, p.kH, p.stride_h, p.pad_h, p.count_include_pad);
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const AvgWindow ww =
+              avg_window(ow, p.W, p.kW, p.stride_w, p.pad_w, p.count_include_pad);
+          if (wh.start >= wh.end || ww.start >= ww.end) {
+            out[oh * OW + ow] = T(0);
+            continue;
+          }
+          A sum = 0;
+          for (std::int64_t h = wh.start; h < wh.end; ++h)
+            for (std::int64_t w = ww.start; w < ww.end; ++w) sum += static_cast<A>(in[h * p.W + w]);
+          out[oh * OW + ow] = static_cast<T>(sum / static_cast<A>(wh.count * ww.count));
+        }
+      }
+    }
+  });
+}
+
+// Gathering (rather than scattering) writes each input gradient once, so overlapping windows
+// need no zeroing pass and 16-bit types round once.
+template <class T>
+void avg_pool2d_backward(const Pool2dParams& p, const T* grad_output, T* grad_input) {
+  using A = compute_t<T>;
+  validate_pool2d(p, true);
+  const std::int64_t OH = p.out_h(), OW = p.out_w(), HW = p.H * p.W;
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const T* gout = grad_output + u * OH * OW;
+      T* gin = grad_input + u * HW;
+      for (std::int64_t h = 0; h < p.H; ++h) {
+        // Windows oh with oh*s - pad <= h < oh*s - pad + k.
+        const std::int64_t oh0 = std::max<std::int64_t>(0, ceil_div(h + p.pad_h - p.kH + 1, p.stride_h));
+        const std::int64_t oh1 = std::min(OH, (h + p.pad_h) / p.stride_h + 1);
+        for (std::int64_t w = 0; w < p.W; ++w) {
+          const std::int64_t ow0 =
+              std::max<std::int64_t>(0, ceil_div(w + p.pad_w - p.kW + 1, p.stride_w));
+          const std::int64_t ow1 = std::min(OW, (w + p.pad_w) / p.stride_w + 1);
+          A sum = 0;
+          for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+            const std::int64_t ch =
+                avg_window(oh, p.H, p.kH, p.stride_h, p.pad_h, p.count_include_pad).count;
+            for (std::int64_t ow = ow0; ow < ow1; ++ow) {
+              const std::int64_t cw =
+                  avg_window(ow, p.W, p.kW, p.stride_w, p.pad_w, p.count_include_pad).count;
+              sum += static_cast<A>(gout[oh * OW + ow]) / static_cast<A>(ch * cw);
+            }
+          }
+          gin[h * p.W + w] = static_cast<T>(sum);
+        }
+      }
+    }
+  });
+}
+
+namespace {
+
+std::int64_t adaptive_start(std::int64_t o, std::int64_t in, std::int64_t out) {
+  return o * in / out;
+}
+std::int64_t adaptive_end(std::int64_t o, std::int64_t in, std::int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+}  // namespace
+
+template <class T>
+void adaptive_avg_pool2d_forward(const AdaptivePool2dParams& p, const T* input, T* output) {
+  using A = compute_t<T>;
+  validate_adaptive_pool2d(p);
+  const std::int64_t OH = p.out_h, OW = p.out_w, HW = p.H * p.W;
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const T* in = input + u * HW;
+      T* out = output + u * OH * OW;
+      for (std::int64_t oh = 0; oh < OH; ++oh) {
+        const std::int64_t h0 = adaptive_start(oh, p.H, OH), h1 = adaptive_end(oh, p.H, OH);
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const std::int64_t w0 = adaptive_start(ow, p.W, OW), w1 = adaptive_end(ow, p.W, OW);
+          A sum = 0;
+          for (std::int64_t h = h0; h < h1; ++h)
+            for (std::int64_t w = w0; w < w1; ++w) sum += static_cast<A>(in[h * p.W + w]);
+          out[oh * OW + ow] = static_cast<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_output,
+                                  T* grad_input) {
+  using A = compute_t<T>;
+  validate_adaptive_pool2d(p);
+  const std::int64_t OH = p.out_h, OW = p.out_w, HW = p.H * p.W;
+  // The windows holding input row h: floor(h*OH/H) <= oh < ceil((h+1)*OH/H).
+  auto first = [](std::int64_t i, std::int64_t in, std::int64_t out) { return i * out / in; };
+  auto last = [](std::int64_t i, std::int64_t in, std::int64_t out) {
+    return std::min(out, ((i + 1) * out + in - 1) / in);
+  };
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const T* gout = grad_output + u * OH * OW;
+      T* gin = grad_input + u * HW;
+      for (std::int64_t h = 0; h < p.H; ++h) {
+        for (std::int64_t w = 0; w < p.W; ++w) {
+          A sum = 0;
+          for (std::int64_t oh = first(h, p.H, OH); oh < last(h, p.H, OH); ++oh) {
+            const std::int64_t h0 = adaptive_start(oh, p.H, OH), h1 = adaptive_end(oh, p.H, OH);
+            if (h < h0 || h >= h1) continue;
+            for (std::int64_t ow = first(w, p.W, OW); ow < last(w, p.W, OW); ++ow) {
+              const std::int64_t w0 = adaptive_start(ow, p.W, OW), w1 = adaptive_end(ow, p.W, OW);
+              if (w < w0 || w >= w1) continue;
+              sum += static_cast<A>(gout[oh * OW + ow]) / static_cast<A>((h1 - h0) * (w1 - w0));
+            }
+          }
+          gin[h * p.W + w] = static_cast<T>(sum);
+        }
+      }
+    }
+  });
+}
+
+#define FRUGAL_INSTANTIATE_POOL(T)                                                             \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);       \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*); \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                      \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                     \
+  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);     \
+  template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
+FRUGAL_INSTANTIATE_POOL(float)
+FRUGAL_INSTANTIATE_POOL(double)
+FRUGAL_INSTANTIATE_POOL(Half)
+FRUGAL_INSTANTIATE_POOL(BFloat16)
+#undef FRUGAL_INSTANTIATE_POOL
+
+}  // namespace frugal::kernels::cpu
