@@ -1,0 +1,127 @@
+// batch_norm and its backward: tensors to kernels/cpu/batch_norm.h. Training saves the input,
+// the weight and two [C] vectors (mean, 1/std); evaluation saves the input only when the
+// affine parameters need gradients.
+#include "engine/ops/batch_norm.h"
+
+#include "common/error.h"
+#include "engine/autograd/record.h"
+#include "engine/dispatch.h"
+#include "engine/ops/factory.h"
+#include "kernels/cpu/batch_norm.h"
+
+namespace frugal {
+
+using autograd::InputGrads;
+using autograd::save;
+namespace cpu = kernels::cpu;
+
+namespace {
+
+ScalarType param_dtype(ScalarType input) {
+  return input == kFloat16 || input == kBFloat16 ? kFloat32 : input;
+}
+
+void check_param(const Tensor& t, const char* what, std::int64_t channels, ScalarType dtype) {
+  if (!t.defined()) return;
+  FRUGAL_CHECK(t.dim() == 1 && t.size(0) == channels && t.dtype() == dtype && t.is_contiguous() &&
+                   t.is_cpu(),
+               std::string("batch_norm: ") + what + " must be a contiguous " + dtype_name(dtype) +
+                   " vector of " + std::to_string(channels) + " values, got " +
+                   dtype_name(t.dtype()) + " " + shape_string(t.sizes()));
+}
+
+template <class P>
+P* ptr(const Tensor& t) {
+  return t.defined() ? t.data_ptr<P>() : nullptr;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& input_, const Tensor& weight, const Tensor& bias,
+                  const Tensor& running_mean, const Tensor& running_var, bool training,
+                  double momentum, double eps) {
+  FRUGAL_CHECK(input_.dim() >= 2, "batch_norm: expected an input [N, C, ...] of 2 or more dims, "
+                                  "got shape " + shape_string(input_.sizes()));
+  FRUGAL_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
+               "batch_norm: expected eps > 0 and momentum in [0, 1], got eps=" +
+                   std::to_string(eps) + ", momentum=" + std::to_string(momentum));
+  const std::int64_t n = input_.size(0), c = input_.size(1), hw = input_.numel() / std::max<std::int64_t>(n * c, 1);
+  const ScalarType pdt = param_dtype(input_.dtype());
+  check_param(weight, "weight", c, pdt);
+  check_param(bias, "bias", c, pdt);
+  check_param(running_mean, "running_mean", c, pdt);
+  check_param(running_var, "running_var", c, pdt);
+  FRUGAL_CHECK(running_mean.defined() == running_var.defined(),
+               "batch_norm: pass both running_mean and running_var, or neither");
+  FRUGAL_CHECK(training || running_mean.defined(),
+               "batch_norm: evaluation needs running_mean and running_var (or use training=true)");
+  const Tensor input = input_.contiguous();
+  Tensor out = empty(input.sizes(), input.dtype());
+  const bool records = autograd::needs_grad(input_, weight, bias);
+
+  if (training) {
+    Tensor save_mean = empty({c}, pdt), save_invstd = empty({c}, pdt);
+    dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
+      using P = compute_t<T>;
+      cpu::batch_norm_forward_train<T>(input.data_ptr<T>(), ptr<P>(weight), ptr<P>(bias),
+                                       ptr<P>(running_mean), ptr<P>(running_var), n, c, hw,
+                                       momentum, eps, out.data_ptr<T>(), save_mean.data_ptr<P>(),
+                                       save_invstd.data_ptr<P>());
+    });
+    if (running_mean.defined()) {  // written in place: saved copies of them are now stale
+      running_mean.impl()->storage()->bump_version();
+      running_var.impl()->storage()->bump_version();
+    }
+    if (records) {
+      autograd::record(out, "batch_norm", {input_, weight, bias},
+                       [sx = save(input, "batch_norm"), sw = save(weight, "batch_norm"), save_mean,
+                        save_invstd, n, c, hw](const Tensor& g, InputGrads& gi) {
+                         const Tensor& x = sx.unpack();
+                         const Tensor gc = g.contiguous();
+                         const ScalarType pd = save_mean.dtype();
+                         if (gi.needs(0)) gi[0] = empty(x.sizes(), x.dtype());
+                         if (gi.needs(1)) gi[1] = empty({c}, pd);
+                         if (gi.needs(2)) gi[2] = empty({c}, pd);
+                         dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
+                           using P = compute_t<T>;
+                           cpu::batch_norm_backward_train<T>(
+                               gc.data_ptr<T>(), x.data_ptr<T>(), ptr<P>(sw.unpack()),
+                               save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
+                               ptr<T>(gi[0]), ptr<P>(gi[1]), ptr<P>(gi[2]));
+                         });
+                       });
+    }
+    return out;
+  }
+
+  dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
+    using P = compute_t<T>;
+    cpu::batch_norm_forward_eval<T>(input.data_ptr<T>(), ptr<P>(weight), ptr<P>(bias),
+                                    ptr<P>(running_mean), ptr<P>(running_var), n, c, hw, eps,
+                                    out.data_ptr<T>());
+  });
+  if (records) {
+    const bool affine_grads = autograd::requires_grad(weight) || autograd::requires_grad(bias);
+    autograd::record(out, "batch_norm", {input_, weight, bias},
+                     [sx = save(affine_grads ? input : Tensor(), "batch_norm"),
+                      sw = save(weight, "batch_norm"), sm = save(running_mean, "batch_norm"),
+                      sv = save(running_var, "batch_norm"), eps, n, c, hw,
+                      dtype = input.dtype(), sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
+                       const Tensor gc = g.contiguous();
+                       const ScalarType pd = sm.unpack().dtype();
+                       if (gi.needs(0)) gi[0] = empty(sizes, dtype);
+                       if (gi.needs(1)) gi[1] = empty({c}, pd);
+                       if (gi.needs(2)) gi[2] = empty({c}, pd);
+                       dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
+                         using P = compute_t<T>;
+                         cpu::batch_norm_backward_eval<T>(
+                             gc.data_ptr<T>(), ptr<T>(sx.unpack()), ptr<P>(sw.unpack()),
+                             sm.unpack().data_ptr<P>(), sv.unpack().data_ptr<P>(), eps, n, c, hw,
+                             ptr<T>(gi[0]), ptr<P>(gi[1]), ptr<P>(gi[2]));
+                       });
+                     });
+  }
+  return out;
+}
+
+}  // namespace frugal

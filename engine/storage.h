@@ -1,0 +1,37 @@
+// Storage: the bytes behind one or more tensors (a tensor and its views share one). It takes
+// its block from the device's caching allocator and gives it back when the last tensor
+// viewing it goes away — RAII is frugal's `del`. It also carries the version counter that
+// in-place ops bump, shared by all views, so autograd can detect a modified saved tensor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "allocator/caching_allocator.h"
+#include "engine/device.h"
+
+namespace frugal {
+
+class StorageImpl {
+ public:
+  // Throws alloc::OutOfMemoryError when the device cannot provide `nbytes`.
+  StorageImpl(std::size_t nbytes, Device device);
+  ~StorageImpl();
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+
+  void* data() const { return allocation_.ptr; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  std::uint32_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  alloc::CachingAllocator* allocator_;
+  alloc::Allocation allocation_;
+  std::size_t nbytes_;
+  Device device_;
+  std::uint32_t version_ = 0;
+};
+
+}  // namespace frugal
