@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/autograd/node.h"
 #include "engine/device.h"
 #include "engine/dtype.h"
 #include "engine/generator.h"

@@ -2,6 +2,7 @@
 // im2col), the workspace queries that mirror that choice, and the binding of a workspace.
 #include "kernels/cpu/conv.h"
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -64,6 +65,13 @@ ConvPath conv2d_path(const Conv2dParams& p) {
     return ConvPath::kPointwise;
   return ConvPath::kIm2col;
 }
+
+namespace {
+std::atomic<std::int64_t> min_work_per_thread{std::int64_t{1} << 16};
+}  // namespace
+
+void set_conv_min_work_per_thread(std::int64_t macs) { min_work_per_thread = std::max<std::int64_t>(1, macs); }
+std::int64_t conv_min_work_per_thread() { return min_work_per_thread; }
 
 namespace conv_detail {
 

@@ -28,6 +28,11 @@ struct Conv2dParams {
 // 1 (N may be 0), negative padding, channels not divisible by groups, an output below 1x1.
 void validate_conv2d(const Conv2dParams& p);
 
+// Convolutions split work across threads only where each thread gets at least this many
+// multiply-adds (default 65536): below that a fork and a workspace slot cost more than they
+// save. Tests lower it to 1 to run the threaded paths on small shapes.
+void set_conv_min_work_per_thread(std::int64_t macs);
+std::int64_t conv_min_work_per_thread();
 // How a convolution is computed; each call picks the path itself, this only reports it.
 enum class ConvPath {
   kIm2col,     // im2col per sample (tiled over output rows) + gemm; col2im for grad input

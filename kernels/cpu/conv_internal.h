@@ -142,10 +142,16 @@ template <class T>
 void depthwise_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
                                T* grad_weight, T* grad_bias, void* ws, std::size_t bytes);
 
-// Work units (what the slots split) per path and direction.
-inline std::int64_t im2col_units(const Conv2dParams& p) { return p.N; }
-inline std::int64_t pointwise_weight_units(const Conv2dParams& p) { return p.N; }
-inline std::int64_t depthwise_plane_units(const Conv2dParams& p) { return p.N * p.C; }
-inline std::int64_t depthwise_weight_units(const Conv2dParams& p) { return p.C; }
+// The most slots a convolution's work is worth: conv_min_work_per_thread() MACs each.
+inline std::int64_t work_units(const Conv2dParams& p) {
+  const std::int64_t macs = p.N * p.O * p.out_h() * p.out_w() * (p.C / p.groups) * p.kH * p.kW;
+  return std::max<std::int64_t>(1, macs / std::max<std::int64_t>(1, conv_min_work_per_thread()));
+}
+
+// Work units (what the slots split) per path and direction, capped by the work itself.
+inline std::int64_t im2col_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
+inline std::int64_t pointwise_weight_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
+inline std::int64_t depthwise_plane_units(const Conv2dParams& p) { return std::min(p.N * p.C, work_units(p)); }
+inline std::int64_t depthwise_weight_units(const Conv2dParams& p) { return std::min(p.C, work_units(p)); }
 
 }  // namespace frugal::kernels::cpu::conv_detail

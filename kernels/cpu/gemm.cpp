@@ -159,7 +159,9 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
          c + i * stride_c, ldc);
   };
   if (split_batch) {
-    parallel_for(0, batch, 1, [&](std::int64_t b0, std::int64_t b1) {
+    // Each thread gets at least 2^16 multiply-adds: below that a fork costs more than it saves.
+    const auto grain = static_cast<std::int64_t>(std::max(1.0, 65536.0 / std::max(work, 1.0)));
+    parallel_for(0, batch, grain, [&](std::int64_t b0, std::int64_t b1) {
       for (std::int64_t i = b0; i < b1; ++i) one(i);
     });
   } else {

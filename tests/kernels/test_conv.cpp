@@ -123,6 +123,8 @@ void check_conv(const Conv2dParams& p, bool with_bias, double rel, std::uint32_t
   const auto b = with_bias ? random_values<T>(p.O, seed + 2) : std::vector<T>();
   const auto gout = random_values<T>(out_n, seed + 3);
   const Refs ref = naive(p, as_double(x), as_double(w), as_double(b), as_double(gout));
+  // Small shapes run on one thread by default; lowering the threshold exercises the split.
+  set_conv_min_work_per_thread(1);
   for (const int threads : {1, 2}) {
     set_num_threads(threads);
     INFO("threads " << threads);
@@ -145,6 +147,7 @@ void check_conv(const Conv2dParams& p, bool with_bias, double rel, std::uint32_t
     if (with_bias) require_close(gb, ref.gb, rel, "grad_bias");
   }
   set_num_threads(2);
+  set_conv_min_work_per_thread(std::int64_t{1} << 16);
 }
 
 Conv2dParams make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t O,
@@ -249,6 +252,7 @@ TEST_CASE("the naive reference is the gradient of the naive forward", "[conv]") 
 
 TEST_CASE("conv2d grad weight repeats bit for bit at a fixed thread count", "[conv]") {
   set_num_threads(2);
+  set_conv_min_work_per_thread(1);  // two slots even on these small shapes
   for (const auto& p : {make(6, 5, 9, 9, 7, 3, 3, 1, 1, 1, 1), make(6, 8, 9, 9, 6, 1, 1),
                         make(6, 5, 9, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 5)}) {
     const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
@@ -263,11 +267,12 @@ TEST_CASE("conv2d grad weight repeats bit for bit at a fixed thread count", "[co
     REQUIRE(gw1 == gw2);
     REQUIRE(gb1 == gb2);
   }
+  set_conv_min_work_per_thread(std::int64_t{1} << 16);
 }
 
 TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws", "[conv]") {
   set_num_threads(2);
-  const Conv2dParams p = make(4, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1);
+  const Conv2dParams p = make(4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1);  // enough work for 4 slots
   const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
   const auto w = random_values<float>(p.O * p.C * 9, 2);
   const Refs ref = naive(p, as_double(x), as_double(w), {}, std::vector<double>(
@@ -286,6 +291,9 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
                     Error);
   REQUIRE_THROWS_AS(
       conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), nullptr, 0), Error);
+  // A convolution too small to be worth a second thread gets one slot whatever the count.
+  const Conv2dParams tiny = make(4, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1);
+  REQUIRE(conv2d_forward_workspace_bytes<float>(tiny, 2) == conv2d_forward_workspace_bytes<float>(tiny, 1));
   // The pointwise path needs nothing for forward and grad input.
   REQUIRE(conv2d_forward_workspace_bytes<float>(make(2, 3, 4, 4, 5, 1, 1), 2) == 0);
   REQUIRE(conv2d_backward_input_workspace_bytes<double>(make(2, 3, 4, 4, 5, 1, 1), 2) == 0);
