@@ -147,3 +147,28 @@ TEST_CASE("cross_entropy equals nll_loss of log_softmax; ignore_index; reduction
   CHECK(at(cross_entropy(logits, target, {{}, kSum, -100}), 0) == Approx(at(ce, 0) * 5));
   CHECK_THROWS_WITH(cross_entropy(logits, tensor(std::vector<std::int64_t>{0, 1})), Contains("target"));
 }
+
+TEST_CASE("float16 and bfloat16 tensors compute in float32 inside and match float32 results") {
+  Generator gen(6);
+  const Tensor x = randn({2, 3, 6, 6}, {}, &gen), w = mul(randn({4, 3, 3, 3}, {}, &gen), 0.2);
+  const Tensor m = randn({8, 16}, {}, &gen), n = randn({16, 5}, {}, &gen);
+  for (ScalarType t : {kFloat16, kBFloat16}) {
+    const double tol = t == kFloat16 ? 2e-2 : 1.5e-1;
+    INFO(dtype_name(t));
+    CHECK(conv2d(x.to(t), w.to(t)).dtype() == t);
+    CHECK(all_close(conv2d(x.to(t), w.to(t), {}, {1, 1}, {1, 1}), conv2d(x, w, {}, {1, 1}, {1, 1}), tol));
+    CHECK(all_close(mm(m.to(t), n.to(t)), mm(m, n), tol * 4));
+    CHECK(all_close(softmax(m.to(t), 1), softmax(m, 1), tol / 4));
+    CHECK(all_close(relu(m.to(t)) * 2.0, relu(m) * 2.0, tol));
+    CHECK(all_close(sum(m.to(t), {1}), sum(m, {1}), tol * 4));
+    CHECK(all_close(max_pool2d(x.to(t), {2, 2}), max_pool2d(x, {2, 2}), tol));
+    // Batch norm on 16-bit data keeps float32 statistics, as mixed-precision layers do.
+    Tensor rm = zeros({3}), rv = ones({3});
+    CHECK(all_close(batch_norm(x.to(t), {}, {}, rm, rv, true), batch_norm(x, {}, {}, {}, {}, true), tol * 2));
+    // A 16-bit leaf gets a 16-bit gradient.
+    Tensor leaf = m.to(t).requires_grad_();
+    (leaf * leaf).sum().backward();
+    CHECK(leaf.grad().dtype() == t);
+    CHECK(all_close(leaf.grad(), m * 2.0, tol * 4));
+  }
+}
