@@ -2,6 +2,7 @@
 //   #include "engine/frugal.h"   then   frugal::randn({2, 3}).relu().sum().backward();
 #pragma once
 
+#include "allocator/default_allocators.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"
 #include "engine/device.h"
