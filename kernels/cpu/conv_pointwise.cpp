@@ -35,13 +35,13 @@ Layout pointwise_backward_weight_layout(const Conv2dParams& p) {
   return weight_plan<T>(p).layout;
 }
 
-// One (sample, group) product per unit: with a single unit parallel_for stays on the caller,
-// and Eigen threads that gemm itself.
+// One (sample, group) product per unit: with a single unit (or too little work to share)
+// parallel_for stays on the caller, and Eigen threads that gemm itself.
 template <class T>
 void pointwise_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
                        T* output) {
   const Shape s(p);
-  parallel_for(0, p.N * s.G, 1, [&](std::int64_t u0, std::int64_t u1) {
+  parallel_for(0, p.N * s.G, unit_grain(s.Og * s.Cg * s.HW), [&](std::int64_t u0, std::int64_t u1) {
     for (std::int64_t u = u0; u < u1; ++u) {
       const std::int64_t n = u / s.G, g = u % s.G;
       T* out = output + (n * p.O + g * s.Og) * s.HW;
@@ -61,7 +61,7 @@ template <class T>
 void pointwise_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
                               T* grad_input) {
   const Shape s(p);
-  parallel_for(0, p.N * s.G, 1, [&](std::int64_t u0, std::int64_t u1) {
+  parallel_for(0, p.N * s.G, unit_grain(s.Og * s.Cg * s.HW), [&](std::int64_t u0, std::int64_t u1) {
     for (std::int64_t u = u0; u < u1; ++u) {
       const std::int64_t n = u / s.G, g = u % s.G;
       gemm<T>(true, false, s.Cg, s.HW, s.Og, T(1), weight + g * s.Og * s.Cg, s.Cg,
