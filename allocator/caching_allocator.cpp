@@ -82,14 +82,15 @@ std::size_t CachingAllocator::segment_size_for(std::size_t size) const {
 
 CachingAllocator::StreamPool& CachingAllocator::find_stream_pool(Pool& pool, PoolKind kind,
                                                                  StreamId stream) {
+  StreamPool*& last = last_used_[static_cast<int>(kind)];
   for (auto& sp : pool.streams) {
-    if (sp->stream == stream) return *(pool.last_used = sp.get());
+    if (sp->stream == stream) return *(last = sp.get());
   }
   auto sp = std::make_unique<StreamPool>();
   sp->kind = kind;
   sp->stream = stream;
   pool.streams.push_back(std::move(sp));
-  return *(pool.last_used = pool.streams.back().get());
+  return *(last = pool.streams.back().get());
 }
 
 bool CachingAllocator::within_limit(std::size_t extra) const {
@@ -104,21 +105,32 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
   if (bytes == 0) return {};
   std::lock_guard<SpinMutex> lock(mutex_);
   if (!pending_.empty()) process_events(false);
-  if (bytes > kMaxRequest) {
-    ++live_.num_ooms;
-    throw OutOfMemoryError(report_locked(bytes));
-  }
+  if (bytes > kMaxRequest) [[unlikely]] throw_out_of_memory(bytes);
   const std::size_t size = round_size(bytes);
   StreamPool& sp = stream_pool(size <= kSmallSize ? PoolKind::kSmall : PoolKind::kLarge, stream);
   ++tick_;
   Block* block = find_cached_block(sp, size);
   if (block == nullptr) block = obtain_block(sp, size, bytes);
   take_block(block, size, bytes);
-  if (observer_ != nullptr) {
-    block->trace_id = next_trace_id_++;
-    observer_->on_allocate(block->trace_id, bytes, stream);
-  }
+  if (observer_ != nullptr) [[unlikely]] notify_allocate(block, bytes, stream);
   return Allocation{reinterpret_cast<void*>(block->address), block, bytes};
+}
+
+// The rare parts of allocate and free, out of line so that the hot path keeps few registers
+// and no stack frame for them.
+void CachingAllocator::throw_out_of_memory(std::size_t requested) {
+  ++live_.num_ooms;
+  throw OutOfMemoryError(report_locked(requested));
+}
+
+void CachingAllocator::notify_allocate(Block* block, std::size_t bytes, StreamId stream) {
+  block->trace_id = next_trace_id_++;
+  observer_->on_allocate(block->trace_id, bytes, stream);
+}
+
+void CachingAllocator::throw_not_allocated(const Block* block) {
+  FRUGAL_CHECK(false, "CachingAllocator::free: the block at " + std::to_string(block->address) +
+                          " is not allocated (double free?)");
 }
 
 FRUGAL_HOT Block* CachingAllocator::find_cached_block(StreamPool& sp, std::size_t size) {
@@ -129,7 +141,8 @@ FRUGAL_HOT Block* CachingAllocator::find_cached_block(StreamPool& sp, std::size_
   if (size >= config_.max_split_size && block->size >= size + config_.max_non_split_rounding) {
     return nullptr;
   }
-  index_erase(block);
+  // Out of the index; its stats leave in take_block, together with a split's remainder.
+  sp.free_blocks.erase(block);
   return block;
 }
 
@@ -147,10 +160,7 @@ Block* CachingAllocator::obtain_block(StreamPool& sp, std::size_t size, std::siz
     ++live_.num_alloc_retries;
     block = from_device();
   }
-  if (block == nullptr) {
-    ++live_.num_ooms;
-    throw OutOfMemoryError(report_locked(requested));
-  }
+  if (block == nullptr) throw_out_of_memory(requested);
   return block;
 }
 
@@ -180,6 +190,11 @@ Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
 FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
                                              std::size_t requested) {
   Segment* seg = block->segment;
+  // What the block counted in the non-releasable stats while cached (0 if it came from the
+  // device, or was never indexed).
+  const std::uint32_t units = block->counted_non_releasable;
+  block->counted_non_releasable = 0;
+  const Unindexed removed{units != 0, units};
   const std::size_t remaining = block->size - size;
   const bool split = (seg->expandable || seg->pool == PoolKind::kSmall)
                          ? remaining >= kMinBlockSize
@@ -194,7 +209,9 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
     if (block->next != nullptr) block->next->prev = rest;
     block->next = rest;
     block->size = size;
-    index_insert(rest);
+    index_insert(rest, removed);
+  } else {
+    note_non_releasable(seg->pool, removed, 0);
   }
   block->allocated = true;
   block->requested = requested;
@@ -211,10 +228,8 @@ void CachingAllocator::free(const Allocation& allocation) {
   Block* block = allocation.block;
   if (block == nullptr) return;
   std::lock_guard<SpinMutex> lock(mutex_);
-  FRUGAL_CHECK(block->allocated, "CachingAllocator::free: the block at " +
-                                     std::to_string(block->address) + " is not allocated"
-                                     " (double free?)");
-  if (observer_ != nullptr) observer_->on_free(block->trace_id);
+  if (!block->allocated) [[unlikely]] throw_not_allocated(block);
+  if (observer_ != nullptr) [[unlikely]] observer_->on_free(block->trace_id);
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
@@ -276,9 +291,10 @@ void CachingAllocator::process_events(bool wait) {
 // The cache: merging and indexing free blocks
 
 FRUGAL_HOT void CachingAllocator::cache_block(Block* block) {
-  block = merge_free_neighbours(block);
+  Unindexed removed{};
+  block = merge_free_neighbours(block, removed);
   block->free_tick = tick_;
-  index_insert(block);
+  index_insert(block, removed);
 }
 
 // ---------------------------------------------------------------------------------------

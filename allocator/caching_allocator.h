@@ -132,13 +132,24 @@ class CachingAllocator {
   void note_mapped(Segment* seg, std::size_t bytes);
   void note_unmapped(Segment* seg, std::size_t bytes);
   void take_block(Block* block, std::size_t size, std::size_t requested);
+  // Non-releasable blocks and 512-byte units that left the stats on the way to an
+  // index_insert, which applies them with its own change in one update.
+  struct Unindexed {
+    std::int64_t blocks;
+    std::int64_t units;
+  };
   void cache_block(Block* block);  // merge with free neighbours and index
-  Block* merge_free_neighbours(Block* block);
+  Block* merge_free_neighbours(Block* block, Unindexed& removed);
   std::size_t non_releasable_bytes(const Block* block) const;
   std::int64_t max_split_size_stat() const;
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_out_of_memory(std::size_t requested);
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_not_allocated(const Block* block);
+  [[gnu::noinline]] void notify_allocate(Block* block, std::size_t bytes, StreamId stream);
 
-  void index_insert(Block* block);
+  void index_insert(Block* block, Unindexed removed = {});
   void index_erase(Block* block);
+  void unindex(Block* block, Unindexed& removed);
+  void note_non_releasable(PoolKind kind, Unindexed removed, std::size_t added_bytes);
   void process_events(bool wait);
   std::size_t release_cached(bool wait_for_events);
   std::size_t release_segment_if_free(Segment* seg);
@@ -159,6 +170,8 @@ class CachingAllocator {
   AllocatorConfig config_;
   mutable SpinMutex mutex_;
   std::unique_ptr<Pool> pools_[2];
+  // Per pool kind, the stream pool used last: most lookups repeat it (one read, no search).
+  StreamPool* last_used_[2] = {nullptr, nullptr};
   Segment* segments_ = nullptr;
   LiveStats live_;  // running counters, published by stats()
   std::size_t granularity_ = 0;   // the backend's mapping granularity

@@ -180,8 +180,9 @@ Block* CachingAllocator::grow_expandable(StreamPool& sp, std::size_t size) {
     piece->mapped = true;
     piece->free_tick = tick_;
     note_mapped(seg, m.end - m.begin);
-    merged = merge_free_neighbours(piece);
-    index_insert(merged);
+    Unindexed removed{};
+    merged = merge_free_neighbours(piece, removed);
+    index_insert(merged, removed);
   }
   if (merged == nullptr) {
     // Everything needed was already mapped (a cached block passed over by the oversize rule).

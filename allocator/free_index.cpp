@@ -61,6 +61,29 @@ void FreeIndex::insert_huge(Block* block) {
 
 void FreeIndex::erase_huge(Block* block) { huge_.erase({block->size, block}); }
 
+std::size_t FreeIndex::count() const {
+  std::size_t n = huge_.size();
+  for (std::size_t w = 0; w < kWords; ++w) {
+    for (std::uint64_t m = words_[w]; m != 0; m &= m - 1) {
+      for (const Block* b = heads_[w * 64 + std::countr_zero(m)]; b != nullptr; b = b->link_next) ++n;
+    }
+  }
+  return n;
+}
+
+std::size_t FreeIndex::bytes() const {
+  std::size_t total = 0;
+  for (const auto& [size, block] : huge_) total += size;
+  for (std::size_t w = 0; w < kWords; ++w) {
+    for (std::uint64_t m = words_[w]; m != 0; m &= m - 1) {
+      for (const Block* b = heads_[w * 64 + std::countr_zero(m)]; b != nullptr; b = b->link_next) {
+        total += b->size;
+      }
+    }
+  }
+  return total;
+}
+
 Block* FreeIndex::largest() const {
   if (!huge_.empty()) return huge_.rbegin()->second;
   if (top_ == 0) return nullptr;

@@ -31,8 +31,6 @@ class FreeIndex {
 
   void insert(Block* block) {
     const std::size_t key = block->size / kUnitBytes;
-    ++count_;
-    bytes_ += block->size;
     block->link_prev = nullptr;
     if (key >= kFlatSizes) [[unlikely]] {
       insert_huge(block);
@@ -58,21 +56,25 @@ class FreeIndex {
 
   void erase(Block* block) {
     const std::size_t key = block->size / kUnitBytes;
-    --count_;
-    bytes_ -= block->size;
     if (key >= kFlatSizes) [[unlikely]] {
       erase_huge(block);
       return;
     }
-    if (block->link_next != nullptr) block->link_next->link_prev = block->link_prev;
-    if (block->link_prev != nullptr) {
-      block->link_prev->link_next = block->link_next;
-    } else if ((heads_[key] = block->link_next) == nullptr) {
-      // The last block of this size: clear occupancy upwards while words become empty.
-      if ((words_[key / 64] &= ~bit(key)) == 0 &&
-          (summary_[key / 4096] &= ~bit(key / 64)) == 0) {
-        top_ &= ~bit(key / 4096);
-      }
+    Block* const prev = block->link_prev;
+    Block* const next = block->link_next;
+    if (next != nullptr) next->link_prev = prev;
+    if (prev != nullptr) [[unlikely]] {
+      prev->link_next = next;
+    } else {
+      heads_[key] = next;
+      // Clears occupancy upwards while levels become empty — without branches: whether a
+      // list, word or summary empties depends on the sizes in use and is unpredictable.
+      const std::uint64_t word = words_[key / 64] & ~(std::uint64_t{next == nullptr} << (key & 63));
+      words_[key / 64] = word;
+      const std::uint64_t group =
+          summary_[key / 4096] & ~(std::uint64_t{word == 0} << (key / 64 & 63));
+      summary_[key / 4096] = group;
+      top_ &= ~(std::uint64_t{group == 0} << (key / 4096));
     }
     block->link_prev = block->link_next = nullptr;
   }
@@ -81,16 +83,28 @@ class FreeIndex {
   Block* best_fit(std::size_t bytes) const {
     const std::size_t key = (bytes + kUnitBytes - 1) / kUnitBytes;
     if (key < kFlatSizes) [[likely]] {
-      // A size in key's own word of 64 sizes, else the next word in its group of 64 words.
-      const std::size_t w = key / 64;
-      if (const std::uint64_t m = words_[w] & (~std::uint64_t{0} << (key & 63))) {
-        return heads_[w * 64 + std::countr_zero(m)];
-      }
-      if ((w & 63) != 63) {
-        if (const std::uint64_t m = summary_[w / 64] & (~std::uint64_t{0} << ((w & 63) + 1))) {
-          const std::size_t next = (w & ~std::size_t{63}) + std::countr_zero(m);
-          return heads_[next * 64 + std::countr_zero(words_[next])];
-        }
+      // The fit is in key's own word of 64 sizes, or in the next non-empty word of its
+      // group of 64 words, or in the first non-empty word of the next non-empty group. All
+      // three are computed and one is chosen without a branch: which one holds the fit
+      // depends on the sizes in use and is unpredictable, and a mispredicted branch costs
+      // more than the few extra reads, which hit the cache.
+      const std::size_t w = key / 64, g = w / 64;
+      const std::uint64_t in_word = words_[w] & (~std::uint64_t{0} << (key & 63));
+      // Bits strictly above a position (a double shift: shifting by 64 is undefined).
+      const std::uint64_t in_group = summary_[g] & ((~std::uint64_t{0} << (w & 63)) << 1);
+      const std::uint64_t groups = top_ & ((~std::uint64_t{0} << g) << 1);
+      if ((in_word | in_group | groups) != 0) [[likely]] {
+        // An empty mask gives an index one past its level; masking keeps that unused read
+        // in bounds.
+        const std::size_t next_in_group = g * 64 + std::countr_zero(in_group);
+        const std::size_t next_group = std::countr_zero(groups) & 63;
+        const std::size_t first_of_group =
+            next_group * 64 + std::countr_zero(summary_[next_group]);
+        const std::size_t next = in_group != 0 ? next_in_group : first_of_group;
+        const std::uint64_t next_word = words_[next & (kFlatSizes / 64 - 1)];
+        const std::size_t found = in_word != 0 ? w * 64 + std::countr_zero(in_word)
+                                               : next * 64 + std::countr_zero(next_word);
+        return heads_[found];
       }
     }
     return best_fit_slow(key);
@@ -98,9 +112,10 @@ class FreeIndex {
 
   // A block of the largest size, or nullptr.
   Block* largest() const;
-  bool empty() const { return count_ == 0; }
-  std::size_t count() const { return count_; }
-  std::size_t bytes() const { return bytes_; }
+  // The number of free blocks and their bytes, counted by walking the index (for tests and
+  // reports: keeping running totals would cost every insert and erase).
+  std::size_t count() const;
+  std::size_t bytes() const;
 
  private:
   static constexpr std::uint64_t bit(std::size_t i) { return std::uint64_t{1} << (i & 63); }
@@ -113,8 +128,6 @@ class FreeIndex {
   std::uint64_t summary_[64]{};   // bit w: words_[w] non-zero          (4096 bits)
   std::uint64_t top_ = 0;         // bit s: summary_[s] non-zero        (64 bits)
   std::set<std::pair<std::size_t, Block*>> huge_;  // blocks of 128 MiB and more
-  std::size_t count_ = 0;
-  std::size_t bytes_ = 0;
 };
 
 }  // namespace frugal::alloc

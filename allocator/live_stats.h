@@ -23,6 +23,15 @@ class PoolCounter {
   void decrease(PoolKind kind, std::int64_t amount) {
     pools_[static_cast<int>(kind)].decrease(amount);
   }
+  // A decrease by `removed` followed by an increase by `added`, as one update. The value in
+  // between is below the peak, so current, total and peak come out exactly as with two.
+  void replace(PoolKind kind, std::int64_t removed, std::int64_t added) {
+    Stat& s = pools_[static_cast<int>(kind)];
+    s.current += added - removed;
+    s.allocated += added;
+    if (s.current > s.peak) s.peak = s.current;
+    all_peak_ = std::max(all_peak_, current_all());
+  }
   std::int64_t current(PoolKind kind) const { return pools_[static_cast<int>(kind)].current; }
   std::int64_t current_all() const { return pools_[0].current + pools_[1].current; }
 

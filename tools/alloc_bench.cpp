@@ -40,53 +40,47 @@ struct Handle {
   std::size_t size = 0;
 };
 
-// One allocator under test.
-class Subject {
- public:
-  virtual ~Subject() = default;
-  virtual Handle allocate(std::size_t bytes, StreamId stream) = 0;
-  virtual void free(const Handle& h) = 0;
-  virtual bool host_memory() const = 0;
-};
-
-class CachingSubject : public Subject {
+// The allocators under test share one shape — allocate(bytes, stream), free(handle),
+// host_memory() — and the timing loop is a template over it, so that the timed windows
+// hold the allocator's own call and not a virtual dispatch the allocator's users never pay.
+class CachingSubject {
  public:
   CachingSubject(std::shared_ptr<Backend> backend, bool host)
       : allocator_(std::move(backend)), host_(host) {}
-  Handle allocate(std::size_t bytes, StreamId stream) override {
+  Handle allocate(std::size_t bytes, StreamId stream) {
     const Allocation a = allocator_.allocate(bytes, stream);
     return {a.ptr, a.block, a.size};
   }
-  void free(const Handle& h) override { allocator_.free(Allocation{h.ptr, h.block, h.size}); }
-  bool host_memory() const override { return host_; }
+  void free(const Handle& h) { allocator_.free(Allocation{h.ptr, h.block, h.size}); }
+  bool host_memory() const { return host_; }
 
  private:
   CachingAllocator allocator_;
   bool host_;
 };
 
-class AlignedMallocSubject : public Subject {
+class AlignedMallocSubject {
  public:
-  Handle allocate(std::size_t bytes, StreamId) override {
+  Handle allocate(std::size_t bytes, StreamId) {
     const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, rounded);
     if (p == nullptr) throw Error("aligned_alloc failed");
     return {p, nullptr, bytes};
   }
-  void free(const Handle& h) override { std::free(h.ptr); }
-  bool host_memory() const override { return true; }
+  void free(const Handle& h) { std::free(h.ptr); }
+  bool host_memory() const { return true; }
 };
 
-class DeviceCallSubject : public Subject {
+class DeviceCallSubject {
  public:
   explicit DeviceCallSubject(std::shared_ptr<SimulatedDevice> d) : device_(std::move(d)) {}
-  Handle allocate(std::size_t bytes, StreamId) override {
+  Handle allocate(std::size_t bytes, StreamId) {
     void* p = device_->allocate(bytes);
     if (p == nullptr) throw Error("simulated device out of memory");
     return {p, nullptr, bytes};
   }
-  void free(const Handle& h) override { device_->deallocate(h.ptr, h.size); }
-  bool host_memory() const override { return false; }
+  void free(const Handle& h) { device_->deallocate(h.ptr, h.size); }
+  bool host_memory() const { return false; }
 
  private:
   std::shared_ptr<SimulatedDevice> device_;
@@ -159,6 +153,7 @@ struct Result {
 //  - a replacement: one of the thread's live blocks, chosen at random, is freed and a new
 //    block of a random size takes its place — the random frees that keep the cache's
 //    contents changing, so no pair finds the allocator in the state the previous one left.
+template <typename Subject>
 void run_thread(Subject& subject, const Workload& w, int thread, const tools::CycleTimer& timer,
                 LiveSet& live_set, Failures& failures, Times& out,
                 const std::function<void(std::size_t)>& progress) {
@@ -236,6 +231,7 @@ void run_thread(Subject& subject, const Workload& w, int thread, const tools::Cy
   }
 }
 
+template <typename Subject>
 Result measure(const std::string& name, Subject& subject, int threads, const Workload& w,
                const tools::CycleTimer& timer, Failures& failures) {
   LiveSet live_set;
