@@ -33,7 +33,8 @@ def main():
     print(f"- commit: {run('git rev-parse --short HEAD')}")
     print(f"- machine: {model_line}, {os.cpu_count()} cores")
     print(f"- compiler: {run('g++ --version | head -1')}")
-    print(f"- PyTorch: {run('/usr/bin/python3 -c \"import torch; print(torch.__version__)\"')} (Debian python3-torch)")
+    torch_version = run("/usr/bin/python3 -c 'import torch; print(torch.__version__)'")
+    print(f"- PyTorch: {torch_version} (Debian python3-torch)")
     print(f"- command: `bash bench/engine.sh {repeats}`")
     print("- PyTorch fastest: OpenBLAS (openmp, SkylakeX), ATEN_CPU_CAPABILITY=avx512, jemalloc without decay;"
           " default: as installed")

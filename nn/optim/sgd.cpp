@@ -1,0 +1,82 @@
+// SGD's step through the fused kernel, and its momentum buffers as state.
+#include "nn/optim/sgd.h"
+
+#include <map>
+
+#include "common/error.h"
+#include "engine/dispatch.h"
+#include "engine/ops/factory.h"
+#include "kernels/cpu/optim.h"
+
+namespace frugal::optim {
+
+namespace {
+
+// The parameter and its gradient as the kernel needs them; a frugal::Error otherwise.
+void check_update(const Tensor& p, const Tensor& g, std::size_t i, const char* op) {
+  FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype(),
+               std::string(op) + ": parameter " + std::to_string(i) + " " + dtype_name(p.dtype()) +
+                   shape_string(p.sizes()) + " has a gradient " + dtype_name(g.dtype()) +
+                   shape_string(g.sizes()) + " that does not match it");
+}
+
+template <class F>
+void dispatch_optim(ScalarType t, const char* op, const F& f) {
+  if (t == kFloat32) return f.template operator()<float>();
+  if (t == kFloat64) return f.template operator()<double>();
+  throw_unsupported_dtype(op, t, "float32 and float64 parameters (keep master weights in float32)");
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> parameters, const SGDOptions& o)
+    : Optimizer(std::move(parameters), o.lr_), options_(o), momentum_buffers_(parameters_.size()) {
+  FRUGAL_CHECK(o.momentum_ >= 0 && o.weight_decay_ >= 0,
+               "SGD: momentum and weight_decay must be non-negative");
+  FRUGAL_CHECK(!o.nesterov_ || (o.momentum_ > 0 && o.dampening_ == 0),
+               "SGD: Nesterov momentum requires a momentum and zero dampening");
+}
+
+void SGD::step() {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& p = parameters_[i];
+    const Tensor& grad = p.grad();
+    if (!grad.defined()) continue;
+    const Tensor g = grad.contiguous();
+    check_update(p, g, i, "SGD");
+    const bool first = options_.momentum_ != 0 && !momentum_buffers_[i].defined();
+    if (first) momentum_buffers_[i] = empty(p.sizes(), p.dtype());
+    dispatch_optim(p.dtype(), "SGD", [&]<class T>() {
+      kernels::cpu::sgd_step<T>(p.data_ptr<T>(), g.data_ptr<T>(),
+                                options_.momentum_ != 0 ? momentum_buffers_[i].data_ptr<T>() : nullptr,
+                                p.numel(), lr_, options_.momentum_, options_.dampening_,
+                                options_.weight_decay_, options_.nesterov_, first);
+    });
+    p.impl()->storage()->bump_version();
+  }
+}
+
+nn::NamedTensors SGD::state_dict() const {
+  nn::NamedTensors out;
+  for (std::size_t i = 0; i < momentum_buffers_.size(); ++i)
+    if (momentum_buffers_[i].defined()) out.emplace_back(std::to_string(i) + ".momentum_buffer", momentum_buffers_[i]);
+  return out;
+}
+
+void SGD::load_state_dict(const nn::NamedTensors& state) {
+  std::vector<Tensor> loaded(parameters_.size());
+  for (const auto& [name, t] : state) {
+    const auto dot = name.find('.');
+    FRUGAL_CHECK(dot != std::string::npos && name.substr(dot) == ".momentum_buffer",
+                 "SGD.load_state_dict: unexpected entry '" + name + "'");
+    const std::size_t i = std::stoul(name.substr(0, dot));
+    FRUGAL_CHECK(i < parameters_.size() && t.sizes() == parameters_[i].sizes() &&
+                     t.dtype() == parameters_[i].dtype(),
+                 "SGD.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
+                     " does not match a parameter of this optimizer");
+    loaded[i] = t.clone();
+  }
+  momentum_buffers_ = std::move(loaded);
+}
+
+}  // namespace frugal::optim
