@@ -63,6 +63,8 @@ ConvPath conv2d_path(const Conv2dParams& p) {
   if (kNative<T> && p.kH == 1 && p.kW == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
       p.pad_w == 0)
     return ConvPath::kPointwise;
+  // A tap's GEMM has depth C / groups: below 8 the column buffer's single deep GEMM wins.
+  if (p.stride_h == 1 && p.stride_w == 1 && p.C / p.groups >= 8) return ConvPath::kShifted;
   return ConvPath::kIm2col;
 }
 
@@ -106,6 +108,8 @@ std::size_t conv2d_forward_workspace_bytes(const Conv2dParams& p, int threads) {
       return depthwise_forward_layout<T>(p).bytes(slot_count(depthwise_plane_units(p), threads));
     case ConvPath::kPointwise:
       return 0;
+    case ConvPath::kShifted:
+      return shifted_forward_layout<T>(p).bytes(slot_count(shifted_units(p), threads));
     case ConvPath::kIm2col:
       break;
   }
@@ -121,6 +125,8 @@ std::size_t conv2d_backward_input_workspace_bytes(const Conv2dParams& p, int thr
           slot_count(depthwise_plane_units(p), threads));
     case ConvPath::kPointwise:
       return 0;
+    case ConvPath::kShifted:
+      return shifted_backward_input_layout<T>(p).bytes(slot_count(shifted_units(p), threads));
     case ConvPath::kIm2col:
       break;
   }
@@ -139,6 +145,8 @@ std::size_t conv2d_backward_weight_workspace_bytes(const Conv2dParams& p, int th
         return pointwise_backward_weight_layout<T>(p).bytes(
             slot_count(pointwise_weight_units(p), threads));
       break;
+    case ConvPath::kShifted:
+      return shifted_backward_weight_layout<T>(p).bytes(slot_count(shifted_units(p), threads));
     case ConvPath::kIm2col:
       break;
   }
@@ -156,6 +164,8 @@ void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, cons
     case ConvPath::kPointwise:
       if constexpr (kNative<T>) return pointwise_forward(p, input, weight, bias, output);
       break;
+    case ConvPath::kShifted:
+      return shifted_forward(p, input, weight, bias, output, workspace, workspace_bytes);
     case ConvPath::kIm2col:
       return im2col_forward(p, input, weight, bias, output, workspace, workspace_bytes);
   }
@@ -173,6 +183,8 @@ void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T*
     case ConvPath::kPointwise:
       if constexpr (kNative<T>) return pointwise_backward_input(p, grad_output, weight, grad_input);
       break;
+    case ConvPath::kShifted:
+      return shifted_backward_input(p, grad_output, weight, grad_input, workspace, workspace_bytes);
     case ConvPath::kIm2col:
       return im2col_backward_input(p, grad_output, weight, grad_input, workspace,
                                    workspace_bytes);
@@ -193,6 +205,9 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
         return pointwise_backward_weight(p, grad_output, input, grad_weight, grad_bias,
                                          workspace, workspace_bytes);
       break;
+    case ConvPath::kShifted:
+      return shifted_backward_weight(p, grad_output, input, grad_weight, grad_bias, workspace,
+                                     workspace_bytes);
     case ConvPath::kIm2col:
       return im2col_backward_weight(p, grad_output, input, grad_weight, grad_bias, workspace,
                                     workspace_bytes);

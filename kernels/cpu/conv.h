@@ -38,6 +38,7 @@ enum class ConvPath {
   kIm2col,     // im2col per sample (tiled over output rows) + gemm; col2im for grad input
   kPointwise,  // 1x1, stride 1, no padding, float/double: gemm straight on the tensors
   kDepthwise,  // groups == C == O: a direct kernel per channel plane
+  kShifted,    // stride 1, >= 8 channels per group: one GEMM per tap on a padded sample
 };
 template <class T>
 ConvPath conv2d_path(const Conv2dParams& p);

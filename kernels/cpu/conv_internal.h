@@ -115,6 +115,22 @@ void im2col_backward_weight(const Conv2dParams& p, const T* grad_output, const T
                             T* grad_weight, T* grad_bias, void* ws, std::size_t bytes);
 
 template <class T>
+Layout shifted_forward_layout(const Conv2dParams& p);
+template <class T>
+Layout shifted_backward_input_layout(const Conv2dParams& p);
+template <class T>
+Layout shifted_backward_weight_layout(const Conv2dParams& p);
+template <class T>
+void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
+                     T* output, void* ws, std::size_t bytes);
+template <class T>
+void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
+                            T* grad_input, void* ws, std::size_t bytes);
+template <class T>
+void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
+                             T* grad_weight, T* grad_bias, void* ws, std::size_t bytes);
+
+template <class T>
 Layout pointwise_backward_weight_layout(const Conv2dParams& p);
 template <class T>
 void pointwise_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
@@ -156,6 +172,7 @@ inline std::int64_t unit_grain(std::int64_t macs_per_unit) {
 
 // Work units (what the slots split) per path and direction, capped by the work itself.
 inline std::int64_t im2col_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
+inline std::int64_t shifted_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
 inline std::int64_t pointwise_weight_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
 inline std::int64_t depthwise_plane_units(const Conv2dParams& p) { return std::min(p.N * p.C, work_units(p)); }
 inline std::int64_t depthwise_weight_units(const Conv2dParams& p) { return std::min(p.C, work_units(p)); }

@@ -174,7 +174,18 @@ const Case kCases[] = {
      ConvPath::kIm2col},
     {"groups 2, stride 1x2, pad 1x0", make(2, 4, 6, 9, 6, 3, 3, 1, 2, 1, 0, 1, 1, 2),
      ConvPath::kIm2col},
-    {"wide input split into row tiles", make(2, 64, 28, 28, 3, 3, 3, 1, 1, 1, 1), ConvPath::kIm2col},
+    {"wide input split into row tiles, 4 channels", make(1, 4, 20, 400, 3, 3, 3, 1, 1, 1, 1),
+     ConvPath::kIm2col},
+    {"shifted taps: 3x3 pad 1, 8 channels", make(3, 8, 7, 9, 5, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
+    {"shifted taps: 64 channels, 28x28", make(2, 64, 28, 28, 3, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
+    {"shifted taps: wide input split into row tiles", make(1, 64, 12, 300, 3, 3, 3, 1, 1, 1, 1),
+     ConvPath::kShifted},
+    {"shifted taps: 5x3 kernel, dilation 2x1, pad 2x1", make(2, 8, 9, 8, 4, 5, 3, 1, 1, 2, 1, 2, 1),
+     ConvPath::kShifted},
+    {"shifted taps: groups 2, no padding", make(2, 16, 6, 7, 6, 3, 3, 1, 1, 0, 0, 1, 1, 2),
+     ConvPath::kShifted},
+    {"shifted taps: 2x4 kernel, dilation 1x2, pad 0x3, 256 channels wide rows",
+     make(1, 256, 5, 40, 2, 2, 4, 1, 1, 0, 3, 1, 2), ConvPath::kShifted},
     {"kernel 5x5 stride 3 pad 2", make(1, 2, 13, 10, 3, 5, 5, 3, 3, 2, 2), ConvPath::kIm2col},
     {"1x1", make(3, 6, 5, 7, 4, 1, 1), ConvPath::kPointwise},
     {"1x1 groups 3", make(2, 6, 4, 5, 9, 1, 1, 1, 1, 0, 0, 1, 1, 3), ConvPath::kPointwise},
@@ -211,7 +222,9 @@ TEST_CASE("conv2d in 16-bit types computes in float", "[conv]") {
   const Conv2dParams pointwise = make(2, 6, 4, 5, 4, 1, 1);
   const Conv2dParams depthwise = make(2, 4, 8, 9, 4, 3, 3, 2, 1, 1, 1, 1, 1, 4);
   REQUIRE(conv2d_path<Half>(pointwise) == ConvPath::kIm2col);
-  for (const auto& p : {im2col, pointwise, depthwise}) {
+  const Conv2dParams shifted = make(2, 8, 6, 5, 4, 3, 3, 1, 1, 1, 1);
+  REQUIRE(conv2d_path<Half>(shifted) == ConvPath::kShifted);
+  for (const auto& p : {im2col, pointwise, depthwise, shifted}) {
     check_conv<Half>(p, true, 3e-3, 7);
     check_conv<BFloat16>(p, true, 2e-2, 8);
   }
