@@ -3,11 +3,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS frugal frugal_options frugal_common frugal_allocator frugal_kernels_cpu frugal_engine frugal_nn
+install(TARGETS frugal frugal_options frugal_common frugal_allocator frugal_kernels_cpu frugal_engine frugal_nn frugal_data
         EXPORT frugalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(dir common allocator kernels engine nn)
+foreach(dir common allocator kernels engine nn data)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/frugal/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -12,7 +12,8 @@ class ProgressBar {
  public:
   ProgressBar(std::string label, std::uint64_t total);
   ~ProgressBar();
-  void update(std::uint64_t done);
+  // Redraws with `done` of the total and, after the bar, a status text ("loss 0.41 ...").
+  void update(std::uint64_t done, const std::string& status = "");
   void finish();
 
  private:
@@ -21,7 +22,8 @@ class ProgressBar {
   bool enabled_;
   bool finished_ = false;
   int last_permille_ = -1;
-  std::chrono::steady_clock::time_point start_;
+  std::string status_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
 };
 
 }  // namespace frugal

@@ -3,7 +3,7 @@
 # Everything frugal needs comes from the distribution; nothing is downloaded at build time.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ catch2 libeigen3-dev libstb-dev zlib1g-dev)
+packages=(cmake ninja-build g++ catch2 libeigen3-dev libstb-dev zlib1g-dev dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

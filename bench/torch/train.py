@@ -1,0 +1,139 @@
+# The PyTorch reference for frugal-train and frugal-bench-train (../shared/BENCHMARKS.md): the
+# same three models, data, settings and timing. --bench prints the throughput figures as JSON;
+# --epochs N trains and prints the test accuracy after each epoch.
+import argparse
+import gzip
+import json
+import os
+import resource
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MEAN, STD = 0.2860, 0.3530
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def find(directory, stem):
+    for name in (stem, stem + ".gz"):
+        if os.path.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    raise FileNotFoundError(f"{stem}(.gz) not found in {directory}")
+
+
+def load(directory, split):
+    prefix = "train" if split == "train" else "t10k"
+    images = read_idx(find(directory, f"{prefix}-images-idx3-ubyte"))
+    labels = read_idx(find(directory, f"{prefix}-labels-idx1-ubyte"))
+    x = (torch.from_numpy(images.copy()).float().div_(255).sub_(MEAN).div_(STD)).unsqueeze(1)
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def conv_bn_relu(cin, cout, k=3, stride=1, padding=1, groups=1):
+    return [nn.Conv2d(cin, cout, k, stride=stride, padding=padding, groups=groups, bias=False),
+            nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+
+def make_model(name):
+    if name == "cnn":
+        return nn.Sequential(*conv_bn_relu(1, 32), *conv_bn_relu(32, 32), nn.MaxPool2d(2),
+                             *conv_bn_relu(32, 64), *conv_bn_relu(64, 64), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(64 * 7 * 7, 128), nn.ReLU(inplace=True), nn.Linear(128, 10))
+    if name == "mobilenet":
+        layers = conv_bn_relu(1, 32)
+        for cin, cout, s in [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2)]:
+            layers += conv_bn_relu(cin, cin, 3, s, 1, groups=cin) + conv_bn_relu(cin, cout, 1, 1, 0)
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 10))
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(inplace=True), nn.Linear(512, 512),
+                             nn.ReLU(inplace=True), nn.Linear(512, 10))
+    raise ValueError(name)
+
+
+def step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def median_rate(fn, images_per_call, warmup=10, timed=50, repeats=3):
+    rates = []
+    for _ in range(repeats):
+        for _ in range(warmup):
+            fn()
+        t0 = time.perf_counter()
+        for _ in range(timed):
+            fn()
+        rates.append(images_per_call * timed / (time.perf_counter() - t0))
+    return sorted(rates)[len(rates) // 2]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="cnn")
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--epochs", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=-1, help="train this many steps (for RSS comparisons)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    x_train, y_train = load(args.data, "train")
+    x_test, y_test = load(args.data, "test")
+    model = make_model(args.model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    result = {"model": args.model, "threads": args.threads}
+    if args.bench:
+        b = args.batch_size
+        xb, yb = x_train[:b].contiguous(), y_train[:b].contiguous()
+        result["train_images_per_sec"] = median_rate(lambda: step(model, opt, xb, yb), b)
+        model.eval()
+        xi = x_train[:512].contiguous()
+
+        def infer():
+            with torch.no_grad():
+                model(xi)
+
+        result["inference_images_per_sec"] = median_rate(infer, 512)
+        model.train()
+    steps = 0
+    g = torch.Generator().manual_seed(args.seed)
+    for epoch in range(args.epochs if args.max_steps < 0 else 10 ** 9):
+        order = torch.randperm(len(x_train), generator=g)
+        for i in range(0, len(order), args.batch_size):
+            if 0 <= args.max_steps <= steps:
+                break
+            idx = order[i:i + args.batch_size]
+            step(model, opt, x_train[idx], y_train[idx])
+            steps += 1
+        if 0 <= args.max_steps <= steps:
+            break
+        model.eval()
+        with torch.no_grad():
+            correct = sum((model(x_test[i:i + 512]).argmax(1) == y_test[i:i + 512]).sum().item()
+                          for i in range(0, len(x_test), 512))
+        model.train()
+        result.setdefault("test_accuracy_per_epoch", []).append(correct / len(x_test))
+    result["steps"] = steps
+    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Training benchmarks, recorded in bench/results/train-DATE.md: images/s of training (batch
+# 128) and inference (batch 512) for cnn, mobilenet and mlp, frugal against PyTorch at its
+# fastest and out of the box, alternating (A B A B ...); and the peak RSS of frugal-train
+# against the PyTorch reference training the same steps, each in a fresh process.
+#   bash bench/train.sh [REPEATS] [RSS_STEPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeats=${1:-3}
+rss_steps=${2:-100}
+bash scripts/build.sh >/dev/null
+tmp=$(mktemp -d)
+out=bench/results/train-$(date +%Y-%m-%d).md
+
+torch_fast() {
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=SkylakeX \
+    ATEN_CPU_CAPABILITY=avx512 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+    MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0 \
+    /usr/bin/python3 "$@"
+}
+torch_default() { /usr/bin/python3 "$@"; }
+
+for model in cnn mobilenet mlp; do
+  for i in $(seq "$repeats"); do
+    ./build/bench/frugal-bench-train --model "$model" --threads 2 --json > "$tmp/speed-$model-frugal-$i.json"
+    torch_fast bench/torch/train.py --model "$model" --threads 2 --bench > "$tmp/speed-$model-torch_fast-$i.json"
+    torch_default bench/torch/train.py --model "$model" --threads 2 --bench > "$tmp/speed-$model-torch_default-$i.json"
+  done
+  ./build/examples/frugal-train --model "$model" --threads 2 --max-steps "$rss_steps" \
+    --metrics-json "$tmp/rss-$model-frugal.json" > /dev/null
+  torch_fast bench/torch/train.py --model "$model" --threads 2 --max-steps "$rss_steps" > "$tmp/rss-$model-torch_fast.json"
+done
+python3 bench/summarize_train.py "$tmp" "$repeats" "$rss_steps" > "$out"
+cat "$out"
+echo "written to $out"

@@ -1,0 +1,33 @@
+// MNIST-family datasets (MNIST, Fashion-MNIST, KMNIST: same idx files, same names) loaded
+// whole into memory as normalised float32 images and int64 labels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace frugal::data {
+
+enum class Split { Train, Test };
+
+// Where Debian's dataset-fashion-mnist package puts the four .gz files.
+inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Fashion-MNIST's pixel mean and standard deviation over its training set, after scaling
+// to [0, 1]. (MNIST's are 0.1307 and 0.3081.)
+inline constexpr double kFashionMnistMean = 0.2860;
+inline constexpr double kFashionMnistStd = 0.3530;
+
+struct MnistDataset {
+  Tensor images;  // float32 [N, 1, H, W]: (pixel / 255 - mean) / std
+  Tensor labels;  // int64 [N]
+  std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+};
+
+// Loads `train-images-idx3-ubyte` + `train-labels-idx1-ubyte` (Split::Train) or the
+// `t10k-` pair (Split::Test) from dir, each plain or with `.gz`. Images must be uint8
+// [N, H, W] and labels uint8 [N] with the same N; errors name the files.
+MnistDataset load_mnist(const std::string& dir, Split split, double mean = kFashionMnistMean,
+                        double std = kFashionMnistStd);
+
+}  // namespace frugal::data

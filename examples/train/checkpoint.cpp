@@ -1,0 +1,106 @@
+// Checkpoint layout and its round trip through data/safetensors.
+#include "examples/train/checkpoint.h"
+
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+#include "common/json_writer.h"
+#include "data/safetensors.h"
+
+namespace frugal::train {
+
+namespace {
+
+constexpr const char* kFormat = "frugal-train checkpoint v1";
+
+std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
+                       const std::string& path) {
+  auto it = meta.find(key);
+  FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    throw Error(path + ": checkpoint metadata '" + key + "' is not an integer: '" + it->second + "'");
+  }
+}
+
+void write_digest(const std::string& path, const nn::NamedTensors& tensors) {
+  std::string entries;
+  for (const auto& [name, t] : tensors) {
+    JsonWriter e;
+    e.field("dtype", dtype_name(t.dtype()));
+    std::string shape = "[";
+    for (std::int64_t d = 0; d < t.dim(); ++d) {
+      if (d) shape += ',';
+      shape += std::to_string(t.size(d));
+    }
+    e.raw("shape", shape + "]");
+    e.field("crc32", static_cast<std::int64_t>(data::tensor_crc32(t)));
+    if (!entries.empty()) entries += ",\n  ";
+    entries += JsonWriter::quote(name) + ": " + e.str();
+  }
+  std::ofstream out(path);
+  out << "{\n  " << entries << "\n}\n";
+  FRUGAL_CHECK(out.good(), "cannot write " + path);
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     const TrainState& s) {
+  nn::NamedTensors tensors;
+  for (const auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
+  for (const auto& [name, t] : optimizer.state_dict()) tensors.emplace_back("optimizer." + name, t);
+  const std::map<std::string, std::string> meta = {
+      {"format", kFormat},
+      {"model", s.model},
+      {"optimizer", s.optimizer},
+      {"epoch", std::to_string(s.epoch)},
+      {"step_in_epoch", std::to_string(s.step_in_epoch)},
+      {"global_step", std::to_string(s.global_step)},
+      {"seed", std::to_string(s.seed)},
+      {"rng_seed", std::to_string(s.rng_seed)},
+      {"rng_offset", std::to_string(s.rng_offset)},
+      {"lr", std::to_string(optimizer.lr())},
+  };
+  data::save_safetensors(path, tensors, meta);
+  write_digest(path + ".digest.json", tensors);
+}
+
+TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
+                           const std::string& expect_model, const std::string& expect_optimizer) {
+  const data::SafetensorsFile file = data::load_safetensors(path);
+  const auto& meta = file.metadata;
+  auto get = [&](const std::string& key) {
+    auto it = meta.find(key);
+    FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
+    return it->second;
+  };
+  FRUGAL_CHECK(get("format") == kFormat, path + ": not a frugal-train checkpoint (format '" + get("format") + "')");
+  TrainState s;
+  s.model = get("model");
+  s.optimizer = get("optimizer");
+  FRUGAL_CHECK(s.model == expect_model, path + ": the checkpoint holds a '" + s.model +
+                                            "' model but --model is '" + expect_model + "'");
+  FRUGAL_CHECK(s.optimizer == expect_optimizer, path + ": the checkpoint was made with --optimizer " +
+                                                    s.optimizer + " but this run uses " + expect_optimizer);
+  s.epoch = parse_int(meta, "epoch", path);
+  s.step_in_epoch = parse_int(meta, "step_in_epoch", path);
+  s.global_step = parse_int(meta, "global_step", path);
+  s.seed = static_cast<std::uint64_t>(parse_int(meta, "seed", path));
+  s.rng_seed = static_cast<std::uint64_t>(parse_int(meta, "rng_seed", path));
+  s.rng_offset = static_cast<std::uint64_t>(parse_int(meta, "rng_offset", path));
+  nn::NamedTensors model_state, optimizer_state;
+  for (const auto& [name, t] : file.tensors) {
+    if (name.rfind("model.", 0) == 0) model_state.emplace_back(name.substr(6), t);
+    else if (name.rfind("optimizer.", 0) == 0) optimizer_state.emplace_back(name.substr(10), t);
+    else throw Error(path + ": unexpected tensor '" + name + "' in a frugal-train checkpoint");
+  }
+  model.load_state_dict(model_state);
+  optimizer.load_state_dict(optimizer_state);
+  default_generator().set_state(s.rng_seed, s.rng_offset);
+  return s;
+}
+
+}  // namespace frugal::train

@@ -1,0 +1,33 @@
+// frugal-train's checkpoints: one safetensors file holding the model ("model.<name>"), the
+// optimizer state ("optimizer.<name>") and, in its metadata, where training stood (epoch,
+// step, RNG state), so that --resume continues exactly where a run stopped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/nn.h"
+
+namespace frugal::train {
+
+struct TrainState {
+  std::string model;              // the --model it was made with
+  std::string optimizer;          // "sgd" or "adamw"
+  std::int64_t epoch = 0;         // the epoch in progress (0-based)
+  std::int64_t step_in_epoch = 0; // batches of that epoch already done
+  std::int64_t global_step = 0;
+  std::uint64_t seed = 0;         // the run's --seed (the loader's order depends on it)
+  std::uint64_t rng_seed = 0, rng_offset = 0;  // the default generator
+};
+
+// Writes atomically (a run killed while saving leaves the previous file intact), and beside
+// it PATH.digest.json: dtype, shape and crc32 of every tensor as held in memory, for
+// bench/check_checkpoint.py to compare with what it reads from the file.
+void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     const TrainState& state);
+// Restores model, optimizer and the default generator; returns where training stood. A file
+// made for another model or optimizer is a frugal::Error saying so.
+TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
+                           const std::string& expect_model, const std::string& expect_optimizer);
+
+}  // namespace frugal::train
