@@ -46,7 +46,7 @@ int run(int argc, char** argv) {
   manual_seed(0);
   auto model = nn::make_model(cli.get("model"));
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  const Tensor x = train.images.narrow(0, 0, batch).contiguous(), y = train.labels.narrow(0, 0, batch).contiguous();
+  const Tensor x = train.images(0, batch), y = train.labels.narrow(0, 0, batch).contiguous();
   const double train_rate = median_rate(batch, [&] {
     sgd.zero_grad();
     Tensor loss = cross_entropy(model->forward(x), y);
@@ -54,7 +54,7 @@ int run(int argc, char** argv) {
     sgd.step();
   });
   model->eval();
-  const Tensor xi = train.images.narrow(0, 0, 512).contiguous();
+  const Tensor xi = train.images(0, 512);
   const double infer_rate = median_rate(512, [&] {
     InferenceMode guard;
     Tensor out = model->forward(xi);

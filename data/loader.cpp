@@ -90,7 +90,9 @@ Batch InMemoryLoader::batch(std::int64_t index) const {
   const std::int64_t start = index * options_.batch_size;
   const std::int64_t count = std::min(options_.batch_size, size() - start);
   const std::int64_t* rows = order_.data() + start;
-  return {gather_rows(data_, rows, count), gather_rows(targets_, rows, count)};
+  Tensor data = gather_rows(data_, rows, count);
+  if (options_.transform) data = options_.transform(data);
+  return {std::move(data), gather_rows(targets_, rows, count)};
 }
 
 }  // namespace frugal::data

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct DataLoaderOptions {
   bool shuffle = true;
   bool drop_last = false;  // leave out a last batch smaller than batch_size
   std::uint64_t seed = 0;
+  // Applied to each gathered data batch (normalising stored uint8 pixels, say); none if empty.
+  std::function<Tensor(const Tensor&)> transform = nullptr;
 };
 
 class InMemoryLoader {

@@ -49,20 +49,29 @@ MnistDataset load_mnist(const std::string& dir, Split split, double mean, double
                                             std::to_string(raw_labels.size(0)) + " labels");
 
   MnistDataset ds;
-  ds.images = empty({n, 1, raw_images.size(1), raw_images.size(2)}, kFloat32);
-  // One multiply-add per pixel: (p / 255 - mean) / std == p * scale + shift.
-  const float scale = static_cast<float>(1.0 / (255.0 * std));
-  const float shift = static_cast<float>(-mean / std);
-  const std::uint8_t* src = raw_images.data_ptr<std::uint8_t>();
-  float* dst = ds.images.data_ptr<float>();
-  const std::int64_t pixels = raw_images.numel();
-  for (std::int64_t i = 0; i < pixels; ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
+  ds.mean = mean;
+  ds.std = std;
+  ds.pixels = raw_images.view({n, 1, raw_images.size(1), raw_images.size(2)});
 
   ds.labels = empty({n}, kInt64);
   const std::uint8_t* lsrc = raw_labels.data_ptr<std::uint8_t>();
   std::int64_t* ldst = ds.labels.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) ldst[i] = lsrc[i];
   return ds;
+}
+
+Tensor MnistDataset::normalize(const Tensor& px) const {
+  FRUGAL_CHECK(px.dtype() == kUInt8, std::string("MnistDataset::normalize: expected uint8 pixels, got ") +
+                                         dtype_name(px.dtype()));
+  const Tensor src_t = px.contiguous();
+  Tensor out = empty(px.sizes(), kFloat32);
+  // One multiply-add per pixel: (p / 255 - mean) / std == p * scale + shift.
+  const float scale = static_cast<float>(1.0 / (255.0 * std));
+  const float shift = static_cast<float>(-mean / std);
+  const std::uint8_t* src = src_t.data_ptr<std::uint8_t>();
+  float* dst = out.data_ptr<float>();
+  for (std::int64_t i = 0; i < out.numel(); ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
+  return out;
 }
 
 }  // namespace frugal::data

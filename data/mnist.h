@@ -1,5 +1,6 @@
 // MNIST-family datasets (MNIST, Fashion-MNIST, KMNIST: same idx files, same names) loaded
-// whole into memory as normalised float32 images and int64 labels.
+// whole into memory as their uint8 pixels — a quarter of float32's bytes — and normalised
+// to float32 one batch at a time, as the loader hands batches out.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,16 @@ inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;
 
 struct MnistDataset {
-  Tensor images;  // float32 [N, 1, H, W]: (pixel / 255 - mean) / std
+  Tensor pixels;  // uint8 [N, 1, H, W], as stored in the file
   Tensor labels;  // int64 [N]
+  double mean = kFashionMnistMean, std = kFashionMnistStd;
   std::int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+  // float32 (pixel / 255 - mean) / std of uint8 pixels of any shape (a batch, or all).
+  Tensor normalize(const Tensor& pixels) const;
+  // Images [start, start + count) normalised: what a model takes.
+  Tensor images(std::int64_t start, std::int64_t count) const {
+    return normalize(pixels.narrow(0, start, count));
+  }
 };
 
 // Loads `train-images-idx3-ubyte` + `train-labels-idx1-ubyte` (Split::Train) or the

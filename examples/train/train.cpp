@@ -42,7 +42,7 @@ double evaluate(nn::Module& model, const data::MnistDataset& set, std::int64_t b
   std::int64_t correct = 0;
   for (std::int64_t start = 0; start < set.size(); start += batch_size) {
     const std::int64_t n = std::min(batch_size, set.size() - start);
-    const Tensor logits = model.forward(set.images.narrow(0, start, n));
+    const Tensor logits = model.forward(set.images(start, n));
     correct += eq(argmax(logits, 1), set.labels.narrow(0, start, n)).sum().item<std::int64_t>();
   }
   model.train();
@@ -118,7 +118,9 @@ int run(int argc, char** argv) {
   loader_options.batch_size = batch_size;
   loader_options.shuffle = true;
   loader_options.seed = seed;
-  data::InMemoryLoader loader(train_set.images, train_set.labels, loader_options);
+  // The data set stays uint8 in memory; each batch is normalised to float32 as it is made.
+  loader_options.transform = [&train_set](const Tensor& pixels) { return train_set.normalize(pixels); };
+  data::InMemoryLoader loader(train_set.pixels, train_set.labels, loader_options);
 
   std::printf("frugal-train: %s, %lld parameters, %s lr %g, batch %lld, %d threads, %lld train / %lld test images\n",
               model_name.c_str(), static_cast<long long>(model->parameter_count()), optimizer_name.c_str(), lr,
@@ -178,7 +180,7 @@ int run(int argc, char** argv) {
     train_seconds += epoch_seconds;
     train_images += seen;
     if (seen == 0) break;
-    test_accuracy = evaluate(*model, test_set, 512);
+    test_accuracy = evaluate(*model, test_set, batch_size);
     const EpochResult r{state.epoch + 1, loss_sum / static_cast<double>(seen),
                         static_cast<double>(correct) / static_cast<double>(seen), test_accuracy,
                         static_cast<double>(seen) / epoch_seconds};

@@ -108,3 +108,16 @@ TEST_CASE("loader: bad options and mismatched tensors are refused") {
   CHECK_THROWS_WITH(loader.batch(3), Contains("index 3 out of range") && Contains("3 batches"));
   CHECK_THROWS_WITH(loader.batch(-1), Contains("out of range"));
 }
+
+TEST_CASE("loader: a transform is applied to each data batch, not to the stored data") {
+  Tensor data = arange(20, kInt64).to(kUInt8).view({10, 2});
+  DataLoaderOptions options;
+  options.batch_size = 4;
+  options.shuffle = false;
+  options.transform = [](const Tensor& t) { return t.to(kFloat32) * 0.5; };
+  InMemoryLoader loader(data, arange(10, kInt64), options);
+  const Batch b = loader.batch(1);
+  CHECK(b.data.dtype() == kFloat32);
+  CHECK(b.data[0][1].item<float>() == 4.5f);  // row 4 = {8, 9}
+  CHECK(data.dtype() == kUInt8);
+}

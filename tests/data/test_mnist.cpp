@@ -32,7 +32,7 @@ Bytes labels_file(std::uint32_t n) {
 
 }  // namespace
 
-TEST_CASE("mnist: a synthetic split loads as normalised float images and int64 labels") {
+TEST_CASE("mnist: a synthetic split loads as uint8 pixels, normalised per batch, and int64 labels") {
   test::TempDir dir;
   test::write_bytes(dir.file("train-images-idx3-ubyte"), images_file(5, 4, 3));
   test::write_gzip(dir.file("train-labels-idx1-ubyte.gz"), labels_file(5));
@@ -41,17 +41,22 @@ TEST_CASE("mnist: a synthetic split loads as normalised float images and int64 l
 
   MnistDataset train = load_mnist(dir.path().string(), Split::Train, 0.5, 0.25);
   CHECK(train.size() == 5);
-  REQUIRE(train.images.dtype() == kFloat32);
-  CHECK(train.images.sizes() == IntArrayRef{5, 1, 4, 3});
+  REQUIRE(train.pixels.dtype() == kUInt8);  // stored compactly
+  CHECK(train.pixels.sizes() == IntArrayRef{5, 1, 4, 3});
+  const Tensor all = train.images(0, 5);
+  REQUIRE(all.dtype() == kFloat32);
+  CHECK(all.sizes() == IntArrayRef{5, 1, 4, 3});
   REQUIRE(train.labels.dtype() == kInt64);
   CHECK(train.labels.sizes() == IntArrayRef{5});
   CHECK(train.labels[3].item<std::int64_t>() == 3);
-  const float* px = train.images.data_ptr<float>();
+  const float* px = all.data_ptr<float>();
   for (int i : {0, 1, 30, 59}) CHECK(px[i] == Approx((i % 256 / 255.0 - 0.5) / 0.25).epsilon(1e-6));
+  CHECK(train.images(2, 1).data_ptr<float>()[0] == px[24]);
 
   MnistDataset test_split = load_mnist(dir.path().string(), Split::Test);
-  CHECK(test_split.images.sizes() == IntArrayRef{2, 1, 28, 28});
-  CHECK(test_split.images.data_ptr<float>()[0] == Approx(-kFashionMnistMean / kFashionMnistStd));
+  CHECK(test_split.pixels.sizes() == IntArrayRef{2, 1, 28, 28});
+  CHECK(test_split.images(0, 1).data_ptr<float>()[0] == Approx(-kFashionMnistMean / kFashionMnistStd));
+  CHECK_THROWS_WITH(train.normalize(ones({2})), Contains("uint8"));
 }
 
 TEST_CASE("mnist: missing files, wrong types and mismatched counts are refused by name") {
@@ -80,16 +85,16 @@ TEST_CASE("mnist: the real Fashion-MNIST, where the Debian package is installed"
   }
   MnistDataset test_split = load_mnist(kDefaultFashionMnistDir, Split::Test);
   CHECK(test_split.size() == 10000);
-  CHECK(test_split.images.sizes() == IntArrayRef{10000, 1, 28, 28});
+  CHECK(test_split.pixels.sizes() == IntArrayRef{10000, 1, 28, 28});
   CHECK(test_split.labels.min().item<std::int64_t>() == 0);
   CHECK(test_split.labels.max().item<std::int64_t>() == 9);
   MnistDataset train = load_mnist(kDefaultFashionMnistDir, Split::Train);
   CHECK(train.size() == 60000);
-  CHECK(train.images.sizes() == IntArrayRef{60000, 1, 28, 28});
+  CHECK(train.pixels.sizes() == IntArrayRef{60000, 1, 28, 28});
   CHECK(train.labels.min().item<std::int64_t>() == 0);
   CHECK(train.labels.max().item<std::int64_t>() == 9);
   // Normalised with the training set's own statistics, the pixels have mean 0 and std 1.
-  CHECK(std::abs(train.images.mean().item<float>()) < 0.01);
+  CHECK(std::abs(train.images(0, train.size()).mean().item<float>()) < 0.01);
   // Every class holds 6000 training images.
   std::vector<std::int64_t> counts(10);
   const std::int64_t* l = train.labels.data_ptr<std::int64_t>();
