@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# frugal-train end to end on the real data set: a run interrupted after 3 steps and resumed
+# to 6 ends with exactly the weights, buffers and optimizer state of a 6-step run; the
+# checkpoint reads back identically in Python (bench/check_checkpoint.py, json + numpy);
+# bad flags and damaged checkpoints are clear errors. Exits 77 (skipped) without the data.
+#   train_resume.sh FRUGAL_TRAIN SOURCE_DIR
+set -euo pipefail
+train=$1
+src=$2
+data=/usr/share/datasets/fashion-mnist
+[ -e "$data/train-images-idx3-ubyte.gz" ] || [ -e "$data/train-images-idx3-ubyte" ] || {
+  echo "skipped: $data is missing (package dataset-fashion-mnist)"
+  exit 77
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+"$train" --model cnn --threads 2 --max-steps 6 --save "$tmp/straight.safetensors" > "$tmp/straight.log"
+"$train" --model cnn --threads 2 --max-steps 3 --save "$tmp/resumed.safetensors" > /dev/null
+"$train" --model cnn --threads 2 --max-steps 6 --resume "$tmp/resumed.safetensors" \
+  --save "$tmp/resumed.safetensors" --metrics-json "$tmp/metrics.json" > /dev/null
+# Every tensor's dtype, shape and crc32, as frugal held them when saving.
+if ! cmp -s "$tmp/straight.safetensors.digest.json" "$tmp/resumed.safetensors.digest.json"; then
+  echo "FAIL: the resumed run's checkpoint differs from the uninterrupted run's" >&2
+  diff "$tmp/straight.safetensors.digest.json" "$tmp/resumed.safetensors.digest.json" | head >&2
+  exit 1
+fi
+grep -q '"steps": 6' "$tmp/metrics.json" || { echo "FAIL: metrics-json lacks steps 6" >&2; exit 1; }
+for key in model epochs steps test_accuracy train_images_per_sec peak_allocated_bytes \
+           peak_reserved_bytes peak_rss_bytes parameters; do
+  grep -q "\"$key\"" "$tmp/metrics.json" || { echo "FAIL: metrics-json lacks $key" >&2; exit 1; }
+done
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 "$src/bench/check_checkpoint.py" "$tmp/straight.safetensors" \
+    "$tmp/straight.safetensors.digest.json" > /dev/null
+fi
+# Errors name what is wrong, and exit 2 without a crash.
+expect_error() {
+  local pattern=$1
+  shift
+  set +e
+  "$train" "$@" > "$tmp/err.log" 2>&1
+  local rc=$?
+  set -e
+  if [ "$rc" -ne 2 ] || ! grep -q "$pattern" "$tmp/err.log"; then
+    echo "FAIL: '$*' exited $rc, expected 2 and '$pattern':" >&2
+    cat "$tmp/err.log" >&2
+    exit 1
+  fi
+}
+expect_error "resnet" --model resnet --max-steps 1
+expect_error "adam" --optimizer adam --max-steps 1
+expect_error "mobilenet" --model mobilenet --resume "$tmp/straight.safetensors" --max-steps 1
+head -c 100 "$tmp/straight.safetensors" > "$tmp/truncated.safetensors"
+expect_error "truncated.safetensors" --resume "$tmp/truncated.safetensors" --max-steps 1
+expect_error "nowhere" --data /nowhere --max-steps 1
+echo "ok: resumed run identical to the uninterrupted one"
