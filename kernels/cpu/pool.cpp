@@ -78,31 +78,70 @@ template <class T>
 void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::int64_t* indices) {
   using A = compute_t<T>;
   validate_pool2d(p, false);
-  const std::int64_t OH = p.out_h(), OW = p.out_w(), HW = p.H * p.W;
-  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+  // Locals, not p's fields: the int64 index stores could otherwise alias them, forcing a
+  // reload of every bound after every store.
+  const std::int64_t OH = p.out_h(), OW = p.out_w(), H = p.H, W = p.W, HW = H * W;
+  const std::int64_t kH = p.kH, kW = p.kW, sh = p.stride_h, sw = p.stride_w, ph = p.pad_h,
+                     pw = p.pad_w, dh = p.dilation_h, dw = p.dilation_w;
+  if (kH == 2 && kW == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && dh == 1 && dw == 1) {
+    // The 2x2 / stride 2 window of most CNNs: fixed-size, branch-free, vectorisable.
+    parallel_for(0, p.N * p.C, plane_grain(HW), [=](std::int64_t u0, std::int64_t u1) {
+      for (std::int64_t u = u0; u < u1; ++u)
+        for (std::int64_t oh = 0; oh < OH; ++oh) {
+          const T* r0 = input + u * HW + 2 * oh * W;
+          const T* r1 = r0 + W;
+          T* out = output + (u * OH + oh) * OW;
+          std::int64_t* idx = indices + (u * OH + oh) * OW;
+          const std::int64_t base = 2 * oh * W;
+#pragma omp simd
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
+            // Scan order a, b, c, d; a later value wins only when larger, or NaN (PyTorch).
+            const A a = static_cast<A>(r0[2 * ow]), b = static_cast<A>(r0[2 * ow + 1]);
+            const A c = static_cast<A>(r1[2 * ow]), d = static_cast<A>(r1[2 * ow + 1]);
+            A best = a;
+            std::int64_t at = 0;
+            const bool tb = b > best || b != b;
+            best = tb ? b : best;
+            at = tb ? 1 : at;
+            const bool tc = c > best || c != c;
+            best = tc ? c : best;
+            at = tc ? W : at;
+            const bool td = d > best || d != d;
+            best = td ? d : best;
+            at = td ? W + 1 : at;
+            out[ow] = static_cast<T>(best);
+            idx[ow] = base + 2 * ow + at;
+          }
+        }
+    });
+    return;
+  }
+  parallel_for(0, p.N * p.C, plane_grain(HW), [=](std::int64_t u0, std::int64_t u1) {
     for (std::int64_t u = u0; u < u1; ++u) {
       const T* in = input + u * HW;
+      T* out = output + u * OH * OW;
+      std::int64_t* idx = indices + u * OH * OW;
       for (std::int64_t oh = 0; oh < OH; ++oh) {
-        std::int64_t h0 = oh * p.stride_h - p.pad_h;
-        const std::int64_t h1 = std::min(h0 + (p.kH - 1) * p.dilation_h + 1, p.H);
-        while (h0 < 0) h0 += p.dilation_h;
+        std::int64_t h0 = oh * sh - ph;
+        const std::int64_t h1 = std::min(h0 + (kH - 1) * dh + 1, H);
+        while (h0 < 0) h0 += dh;
         for (std::int64_t ow = 0; ow < OW; ++ow) {
-          std::int64_t w0 = ow * p.stride_w - p.pad_w;
-          const std::int64_t w1 = std::min(w0 + (p.kW - 1) * p.dilation_w + 1, p.W);
-          while (w0 < 0) w0 += p.dilation_w;
-          std::int64_t best_at = h0 * p.W + w0;
+          std::int64_t w0 = ow * sw - pw;
+          const std::int64_t w1 = std::min(w0 + (kW - 1) * dw + 1, W);
+          while (w0 < 0) w0 += dw;
+          std::int64_t best_at = h0 * W + w0;
           A best = -std::numeric_limits<A>::infinity();
-          for (std::int64_t h = h0; h < h1; h += p.dilation_h) {
-            for (std::int64_t w = w0; w < w1; w += p.dilation_w) {
-              const A v = static_cast<A>(in[h * p.W + w]);
-              if (v > best || std::isnan(v)) {
-                best = v;
-                best_at = h * p.W + w;
-              }
+          for (std::int64_t h = h0; h < h1; h += dh) {
+            for (std::int64_t w = w0; w < w1; w += dw) {
+              const A v = static_cast<A>(in[h * W + w]);
+              // Selects, not a branch: which element wins is data-dependent.
+              const bool take = v > best || v != v;  // a NaN wins, as in PyTorch
+              best = take ? v : best;
+              best_at = take ? h * W + w : best_at;
             }
           }
-          output[u * OH * OW + oh * OW + ow] = static_cast<T>(best);
-          indices[u * OH * OW + oh * OW + ow] = best_at;
+          out[oh * OW + ow] = static_cast<T>(best);
+          idx[oh * OW + ow] = best_at;
         }
       }
     }
