@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A short real training run: 300 steps of the mlp on Fashion-MNIST must take the test
+# accuracy far above chance (10%), and the run must report its figures. Exits 77 (skipped)
+# without the data set.
+#   train_short.sh FRUGAL_TRAIN
+set -euo pipefail
+train=$1
+data=/usr/share/datasets/fashion-mnist
+[ -e "$data/train-images-idx3-ubyte.gz" ] || [ -e "$data/train-images-idx3-ubyte" ] || {
+  echo "skipped: $data is missing (package dataset-fashion-mnist)"
+  exit 77
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$train" --model mlp --threads 2 --max-steps 300 --metrics-json "$tmp/m.json" | tee "$tmp/log"
+accuracy=$(sed -n 's/.*"test_accuracy": \([0-9.]*\).*/\1/p' "$tmp/m.json" | head -1)
+loss=$(sed -n 's/.*"train_loss": \([0-9.]*\).*/\1/p' "$tmp/m.json" | head -1)
+echo "test accuracy $accuracy, mean train loss $loss"
+awk -v a="$accuracy" -v l="$loss" 'BEGIN { exit !(a > 0.78 && l < 1.0) }' || {
+  echo "FAIL: after 300 steps expected test accuracy > 0.78 and mean train loss < 1.0 (ln 10 = 2.30 at chance)" >&2
+  exit 1
+}
