@@ -42,12 +42,14 @@ Tensor max_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
   const cpu::Pool2dParams p = pool_params(input_, kernel_size, stride, padding, dilation, ceil_mode, false);
   const Tensor input = input_.contiguous();
   Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.dtype());
-  Tensor indices = empty(out.sizes(), kInt64);
+  // The int64 indices (twice the output's bytes for float32) exist only for a backward.
+  const bool records = autograd::needs_grad(input_);
+  Tensor indices = records ? empty(out.sizes(), kInt64) : Tensor();
   dispatch_floating(input.dtype(), "max_pool2d", [&]<class T>() {
     cpu::max_pool2d_forward<T>(p, input.data_ptr<T>(), out.data_ptr<T>(),
-                               indices.data_ptr<std::int64_t>());
+                               records ? indices.data_ptr<std::int64_t>() : nullptr);
   });
-  if (autograd::needs_grad(input_)) {
+  if (records) {
     autograd::record(out, "max_pool2d", {input_}, [p, indices](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
       Tensor grad = empty({p.N, p.C, p.H, p.W}, g.dtype());

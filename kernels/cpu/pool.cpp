@@ -91,7 +91,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
           const T* r0 = input + u * HW + 2 * oh * W;
           const T* r1 = r0 + W;
           T* out = output + (u * OH + oh) * OW;
-          std::int64_t* idx = indices + (u * OH + oh) * OW;
+          std::int64_t* idx = indices ? indices + (u * OH + oh) * OW : nullptr;
           const std::int64_t base = 2 * oh * W;
 #pragma omp simd
           for (std::int64_t ow = 0; ow < OW; ++ow) {
@@ -110,7 +110,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
             best = td ? d : best;
             at = td ? W + 1 : at;
             out[ow] = static_cast<T>(best);
-            idx[ow] = base + 2 * ow + at;
+            if (idx) idx[ow] = base + 2 * ow + at;
           }
         }
     });
@@ -120,7 +120,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
     for (std::int64_t u = u0; u < u1; ++u) {
       const T* in = input + u * HW;
       T* out = output + u * OH * OW;
-      std::int64_t* idx = indices + u * OH * OW;
+      std::int64_t* idx = indices ? indices + u * OH * OW : nullptr;
       for (std::int64_t oh = 0; oh < OH; ++oh) {
         std::int64_t h0 = oh * sh - ph;
         const std::int64_t h1 = std::min(h0 + (kH - 1) * dh + 1, H);
@@ -141,7 +141,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
             }
           }
           out[oh * OW + ow] = static_cast<T>(best);
-          idx[oh * OW + ow] = best_at;
+          if (idx) idx[oh * OW + ow] = best_at;
         }
       }
     }

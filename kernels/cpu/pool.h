@@ -33,7 +33,8 @@ void validate_pool2d(const Pool2dParams& p, bool average);
 // T: float, double, Half, BFloat16 (computing in float for the 16-bit types).
 
 // output = window maxima; indices[n, c, oh, ow] = h * W + w of the maximum inside its input
-// plane (the first maximum; a NaN wins and propagates, as in PyTorch).
+// plane (the first maximum; a NaN wins and propagates, as in PyTorch). indices may be null
+// when no backward will follow: inference then writes only the output.
 template <class T>
 void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::int64_t* indices);
 

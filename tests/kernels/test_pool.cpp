@@ -214,6 +214,18 @@ TEST_CASE("max_pool2d picks the first of equal maxima and propagates NaN", "[poo
   REQUIRE(out[1] == 1.0f);
   REQUIRE(idx[1] == 2);
   REQUIRE(idx[3] == 10);
+  // Without indices (no backward to follow) the output is the same.
+  std::vector<float> out2(4);
+  max_pool2d_forward<float>(p, x.data(), out2.data(), nullptr);
+  REQUIRE(std::isnan(out2[0]));
+  REQUIRE(out2[1] == out[1]);
+  const Pool2dParams q = make(1, 1, 7, 8, 3, 3, 2, 2, 1, 1);  // the generic path too
+  std::vector<float> y(56), o1(16), o2(16);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 37) % 11);
+  std::vector<std::int64_t> qi(16);
+  max_pool2d_forward<float>(q, y.data(), o1.data(), qi.data());
+  max_pool2d_forward<float>(q, y.data(), o2.data(), nullptr);
+  REQUIRE(o1 == o2);
 }
 
 TEST_CASE("max_pool2d_backward refuses indices outside the plane", "[pool]") {
