@@ -100,10 +100,10 @@ class FreeIndex {
         const std::size_t next_group = std::countr_zero(groups) & 63;
         const std::size_t first_of_group =
             next_group * 64 + std::countr_zero(summary_[next_group]);
-        const std::size_t next = in_group != 0 ? next_in_group : first_of_group;
+        const std::size_t next = choose(in_group != 0, next_in_group, first_of_group);
         const std::uint64_t next_word = words_[next & (kFlatSizes / 64 - 1)];
-        const std::size_t found = in_word != 0 ? w * 64 + std::countr_zero(in_word)
-                                               : next * 64 + std::countr_zero(next_word);
+        const std::size_t found = choose(in_word != 0, w * 64 + std::countr_zero(in_word),
+                                         next * 64 + std::countr_zero(next_word));
         return heads_[found];
       }
     }
@@ -119,6 +119,13 @@ class FreeIndex {
 
  private:
   static constexpr std::uint64_t bit(std::size_t i) { return std::uint64_t{1} << (i & 63); }
+  // c ? a : b without a jump. The compiler compiles a plain ?: here as a branch, and these
+  // conditions depend on the sizes in use: mispredicted often, each costing more than the
+  // whole selection.
+  static constexpr std::size_t choose(bool c, std::size_t a, std::size_t b) {
+    const std::size_t mask = std::size_t{0} - c;
+    return (a & mask) | (b & ~mask);
+  }
   Block* best_fit_slow(std::size_t key) const;
   void insert_huge(Block* block);
   void erase_huge(Block* block);

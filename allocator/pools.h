@@ -42,7 +42,10 @@ FRUGAL_HOT std::size_t CachingAllocator::non_releasable_bytes(const Block* block
   if (!block->segment->expandable) return block->is_split() ? block->size : 0;
   const std::uintptr_t mask = granularity_ - 1;  // a power of two
   const std::uintptr_t g0 = (block->address + mask) & ~mask, g1 = block->end() & ~mask;
-  return g1 > g0 ? block->size - (g1 - g0) : block->size;
+  // The bytes of the granules it covers whole, selected by mask: whether it covers one
+  // depends on its size and place and is unpredictable, and a plain ?: becomes a branch.
+  const std::uintptr_t covers = std::uintptr_t{0} - (g1 > g0);
+  return block->size - ((g1 - g0) & covers);
 }
 
 // Entering and leaving the free index changes the non-releasable ("inactive split") stats;
