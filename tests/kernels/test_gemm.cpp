@@ -94,6 +94,7 @@ const GemmCase kShapes[] = {
     {false, false, 130, 70, 90, 5, 1, 0},   {false, false, 2, 300, 40, 1, 1, 0.25},
     {false, false, 5, 4, 0, 2, 1, 0},       {false, false, 5, 4, 0, 0, 1, 3},
     {false, false, 0, 4, 3, 0, 1, 1},
+    {false, false, 40, 300, 64, 3, 0.5, 1},  // wide C: split by columns at 2 threads
 };
 
 }  // namespace
