@@ -1,5 +1,6 @@
 // Pooling ops and their backward: tensors to kernels/cpu/pool.h. Max pooling's backward
-// needs only the int64 indices (not the input); average pooling's needs only shapes.
+// needs only one byte per output (the argmax's place in its window, not the input); average
+// pooling's needs only shapes.
 #include "engine/ops/pool.h"
 
 #include "common/error.h"
@@ -42,20 +43,21 @@ Tensor max_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
   const cpu::Pool2dParams p = pool_params(input_, kernel_size, stride, padding, dilation, ceil_mode, false);
   const Tensor input = input_.contiguous();
   Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.dtype());
-  // The int64 indices (twice the output's bytes for float32) exist only for a backward.
+  // Only a backward needs the argmax, and then only its place inside the window: one byte
+  // per output (a quarter of a float32 output; PyTorch keeps eight-byte plane offsets).
   const bool records = autograd::needs_grad(input_);
-  Tensor indices = records ? empty(out.sizes(), kInt64) : Tensor();
+  Tensor window_index = records ? empty(out.sizes(), kUInt8) : Tensor();
   dispatch_floating(input.dtype(), "max_pool2d", [&]<class T>() {
-    cpu::max_pool2d_forward<T>(p, input.data_ptr<T>(), out.data_ptr<T>(),
-                               records ? indices.data_ptr<std::int64_t>() : nullptr);
+    cpu::max_pool2d_forward_compact<T>(p, input.data_ptr<T>(), out.data_ptr<T>(),
+                                       records ? window_index.data_ptr<std::uint8_t>() : nullptr);
   });
   if (records) {
-    autograd::record(out, "max_pool2d", {input_}, [p, indices](const Tensor& g, InputGrads& gi) {
+    autograd::record(out, "max_pool2d", {input_}, [p, window_index](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
       Tensor grad = empty({p.N, p.C, p.H, p.W}, g.dtype());
       dispatch_floating(g.dtype(), "max_pool2d_backward", [&]<class T>() {
-        cpu::max_pool2d_backward<T>(p, gc.data_ptr<T>(), indices.data_ptr<std::int64_t>(),
-                                    grad.data_ptr<T>());
+        cpu::max_pool2d_backward_compact<T>(p, gc.data_ptr<T>(), window_index.data_ptr<std::uint8_t>(),
+                                            grad.data_ptr<T>());
       });
       gi[0] = std::move(grad);
     });

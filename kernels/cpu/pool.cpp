@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "common/error.h"
 #include "kernels/cpu/parallel.h"
@@ -74,12 +75,17 @@ void validate_adaptive_pool2d(const AdaptivePool2dParams& p) {
                    std::to_string(p.out_w));
 }
 
-template <class T>
-void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::int64_t* indices) {
+namespace {
+
+// The forward, writing each maximum's position as an Index: the plane offset h * W + w
+// (int64, PyTorch's format) or, compact, its place kh * kW + kw inside the window (uint8).
+template <class T, class Index>
+void max_pool2d_forward_impl(const Pool2dParams& p, const T* input, T* output, Index* indices) {
   using A = compute_t<T>;
+  constexpr bool kCompact = std::is_same_v<Index, std::uint8_t>;
   validate_pool2d(p, false);
-  // Locals, not p's fields: the int64 index stores could otherwise alias them, forcing a
-  // reload of every bound after every store.
+  // Locals, not p's fields: the index stores could otherwise alias them, forcing a reload of
+  // every bound after every store.
   const std::int64_t OH = p.out_h(), OW = p.out_w(), H = p.H, W = p.W, HW = H * W;
   const std::int64_t kH = p.kH, kW = p.kW, sh = p.stride_h, sw = p.stride_w, ph = p.pad_h,
                      pw = p.pad_w, dh = p.dilation_h, dw = p.dilation_w;
@@ -91,7 +97,7 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
           const T* r0 = input + u * HW + 2 * oh * W;
           const T* r1 = r0 + W;
           T* out = output + (u * OH + oh) * OW;
-          std::int64_t* idx = indices ? indices + (u * OH + oh) * OW : nullptr;
+          Index* idx = indices ? indices + (u * OH + oh) * OW : nullptr;
           const std::int64_t base = 2 * oh * W;
 #pragma omp simd
           for (std::int64_t ow = 0; ow < OW; ++ow) {
@@ -99,18 +105,21 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
             const A a = static_cast<A>(r0[2 * ow]), b = static_cast<A>(r0[2 * ow + 1]);
             const A c = static_cast<A>(r1[2 * ow]), d = static_cast<A>(r1[2 * ow + 1]);
             A best = a;
-            std::int64_t at = 0;
+            int k = 0;  // place in the window
             const bool tb = b > best || b != b;
             best = tb ? b : best;
-            at = tb ? 1 : at;
+            k = tb ? 1 : k;
             const bool tc = c > best || c != c;
             best = tc ? c : best;
-            at = tc ? W : at;
+            k = tc ? 2 : k;
             const bool td = d > best || d != d;
             best = td ? d : best;
-            at = td ? W + 1 : at;
+            k = td ? 3 : k;
             out[ow] = static_cast<T>(best);
-            if (idx) idx[ow] = base + 2 * ow + at;
+            if (idx) {
+              if constexpr (kCompact) idx[ow] = static_cast<Index>(k);
+              else idx[ow] = base + 2 * ow + (k >> 1) * W + (k & 1);
+            }
           }
         }
     });
@@ -120,16 +129,18 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
     for (std::int64_t u = u0; u < u1; ++u) {
       const T* in = input + u * HW;
       T* out = output + u * OH * OW;
-      std::int64_t* idx = indices ? indices + u * OH * OW : nullptr;
+      Index* idx = indices ? indices + u * OH * OW : nullptr;
       for (std::int64_t oh = 0; oh < OH; ++oh) {
-        std::int64_t h0 = oh * sh - ph;
+        const std::int64_t hs = oh * sh - ph;  // the window's first row, maybe in the padding
+        std::int64_t h0 = hs;
         const std::int64_t h1 = std::min(h0 + (kH - 1) * dh + 1, H);
         while (h0 < 0) h0 += dh;
         for (std::int64_t ow = 0; ow < OW; ++ow) {
-          std::int64_t w0 = ow * sw - pw;
+          const std::int64_t ws = ow * sw - pw;
+          std::int64_t w0 = ws;
           const std::int64_t w1 = std::min(w0 + (kW - 1) * dw + 1, W);
           while (w0 < 0) w0 += dw;
-          std::int64_t best_at = h0 * W + w0;
+          std::int64_t best_h = h0, best_w = w0;
           A best = -std::numeric_limits<A>::infinity();
           for (std::int64_t h = h0; h < h1; h += dh) {
             for (std::int64_t w = w0; w < w1; w += dw) {
@@ -137,15 +148,36 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
               // Selects, not a branch: which element wins is data-dependent.
               const bool take = v > best || v != v;  // a NaN wins, as in PyTorch
               best = take ? v : best;
-              best_at = take ? h * W + w : best_at;
+              best_h = take ? h : best_h;
+              best_w = take ? w : best_w;
             }
           }
           out[oh * OW + ow] = static_cast<T>(best);
-          if (idx) idx[oh * OW + ow] = best_at;
+          if (idx) {
+            if constexpr (kCompact)
+              idx[oh * OW + ow] = static_cast<Index>((best_h - hs) / dh * kW + (best_w - ws) / dw);
+            else
+              idx[oh * OW + ow] = best_h * W + best_w;
+          }
         }
       }
     }
   });
+}
+
+}  // namespace
+
+template <class T>
+void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::int64_t* indices) {
+  max_pool2d_forward_impl(p, input, output, indices);
+}
+
+template <class T>
+void max_pool2d_forward_compact(const Pool2dParams& p, const T* input, T* output,
+                                std::uint8_t* window_index) {
+  FRUGAL_CHECK(p.kH * p.kW <= 256, "max_pool2d: a " + std::to_string(p.kH) + "x" + std::to_string(p.kW) +
+                                       " window has more places than a one-byte index holds");
+  max_pool2d_forward_impl(p, input, output, window_index);
 }
 
 template <class T>
@@ -174,6 +206,38 @@ void max_pool2d_backward(const Pool2dParams& p, const T* grad_output, const std:
   });
   FRUGAL_CHECK(!bad_index.load(), "max_pool2d_backward: an index lies outside its input plane of " +
                                       std::to_string(HW) + " elements");
+}
+
+template <class T>
+void max_pool2d_backward_compact(const Pool2dParams& p, const T* grad_output,
+                                 const std::uint8_t* window_index, T* grad_input) {
+  using A = compute_t<T>;
+  validate_pool2d(p, false);
+  const std::int64_t OH = p.out_h(), OW = p.out_w(), H = p.H, W = p.W, HW = H * W;
+  const std::int64_t kH = p.kH, kW = p.kW, sh = p.stride_h, sw = p.stride_w, ph = p.pad_h,
+                     pw = p.pad_w, dh = p.dilation_h, dw = p.dilation_w;
+  std::atomic<bool> bad_index{false};
+  parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      T* gin = grad_input + u * HW;
+      std::fill(gin, gin + HW, T(0));
+      const T* gout = grad_output + u * OH * OW;
+      const std::uint8_t* idx = window_index + u * OH * OW;
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const std::int64_t k = idx[oh * OW + ow];
+          const std::int64_t h = oh * sh - ph + k / kW * dh, w = ow * sw - pw + k % kW * dw;
+          if (k >= kH * kW || h < 0 || h >= H || w < 0 || w >= W) [[unlikely]] {
+            bad_index.store(true, std::memory_order_relaxed);
+            continue;
+          }
+          T& g = gin[h * W + w];
+          g = static_cast<T>(static_cast<A>(g) + static_cast<A>(gout[oh * OW + ow]));
+        }
+    }
+  });
+  FRUGAL_CHECK(!bad_index.load(), "max_pool2d_backward: a window index points outside its window or the "
+                                  "input plane");
 }
 
 namespace {
@@ -329,6 +393,8 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
 #define FRUGAL_INSTANTIATE_POOL(T)                                                             \
   template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);       \
   template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*); \
+  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*); \
+  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, T*); \
   template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                      \
   template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                     \
   template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);     \
