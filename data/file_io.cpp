@@ -101,8 +101,8 @@ void AtomicFile::commit() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("cannot rename " + temp_path_ + " to " + path_);
   committed_ = true;
   // The rename is an update of the directory, durable only once the directory is synced.
-  std::string dir = std::filesystem::path(path_).parent_path().string();
-  if (dir.empty()) dir = ".";
+  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  const std::string dir = (parent.empty() ? std::filesystem::path(".") : parent).string();
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   FRUGAL_CHECK(dfd >= 0, std::string(what_) + ": wrote " + path_ + " but cannot open its directory " + dir +
                              " to sync it: " + errno_text());
