@@ -45,15 +45,16 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
     if (!options.momentum_) momentum = 1.0 / static_cast<double>(num_batches_tracked.item<std::int64_t>());
   }
   // Training moves the running statistics (when tracked) inside the op.
-  return batch_norm(input, weight, bias, running_mean, running_var, use_batch_stats, momentum,
-                    options.eps_);
+  const auto op = options.fused_relu_ ? batch_norm_relu : batch_norm;
+  return op(input, weight, bias, running_mean, running_var, use_batch_stats, momentum, options.eps_);
 }
 
 std::string BatchNorm2d::extra_repr() const {
   return std::to_string(options.num_features_) + ", eps=" + std::to_string(options.eps_) +
          ", momentum=" + (options.momentum_ ? std::to_string(*options.momentum_) : "None") +
          ", affine=" + (options.affine_ ? "true" : "false") +
-         ", track_running_stats=" + (options.track_running_stats_ ? "true" : "false");
+         ", track_running_stats=" + (options.track_running_stats_ ? "true" : "false") +
+         (options.fused_relu_ ? ", fused_relu=true" : "");
 }
 
 }  // namespace frugal::nn

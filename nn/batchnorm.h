@@ -1,5 +1,6 @@
 // nn::BatchNorm2d: per-channel normalisation of [N, C, H, W] with learnable scale and shift,
-// batch statistics in training (moving running_mean / running_var), running ones in eval.
+// batch statistics in training (moving running_mean / running_var), running ones in eval;
+// optionally with the following ReLU fused in.
 #pragma once
 
 #include <optional>
@@ -15,12 +16,16 @@ struct BatchNormOptions {
   BatchNormOptions& momentum(std::optional<double> m) { momentum_ = m; return *this; }
   BatchNormOptions& affine(bool a) { affine_ = a; return *this; }
   BatchNormOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  // Applies a ReLU to the output in the same pass (and its mask in the backward's passes):
+  // BatchNorm2d + ReLU as one layer, one pass fewer over the activation each way.
+  BatchNormOptions& fused_relu(bool r) { fused_relu_ = r; return *this; }
 
   std::int64_t num_features_;
   double eps_ = 1e-5;
   std::optional<double> momentum_ = 0.1;
   bool affine_ = true;
   bool track_running_stats_ = true;
+  bool fused_relu_ = false;
 };
 
 class BatchNorm2d : public Module {

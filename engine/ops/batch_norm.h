@@ -14,4 +14,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, bool training,
                   double momentum = 0.1, double eps = 1e-5);
 
+// relu(batch_norm(...)) in one pass over the activation, forward and backward: the ReLU's
+// output is the only thing it saves beyond batch_norm's own (what an in-place ReLU saves too).
+Tensor batch_norm_relu(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, bool training,
+                       double momentum = 0.1, double eps = 1e-5);
+
 }  // namespace frugal

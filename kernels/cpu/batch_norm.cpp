@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "common/error.h"
@@ -66,16 +67,20 @@ void block_moments(const T* x, const Shape& s, std::int64_t ch0, int w, Moments*
   }
 }
 
-// out = in * scale[channel] + shift[channel].
+// out = in * scale[channel] + shift[channel], then max(0, .) with relu (NaN stays NaN).
 template <class T>
 void block_affine(const T* in, T* out, const Shape& s, std::int64_t ch0, int w,
-                  const compute_t<T>* scale, const compute_t<T>* shift) {
+                  const compute_t<T>* scale, const compute_t<T>* shift, bool relu = false) {
   using C = compute_t<T>;
+  const C floor = relu ? C(0) : -std::numeric_limits<C>::infinity();
   if (s.hw == 1) {
     for (std::int64_t i = 0; i < s.n; ++i) {
       const T* a = in + i * s.c + ch0;
       T* o = out + i * s.c + ch0;
-      for (int j = 0; j < w; ++j) o[j] = static_cast<T>(static_cast<C>(a[j]) * scale[j] + shift[j]);
+      for (int j = 0; j < w; ++j) {
+        const C v = static_cast<C>(a[j]) * scale[j] + shift[j];
+        o[j] = static_cast<T>(v < floor ? floor : v);
+      }
     }
     return;
   }
@@ -84,7 +89,10 @@ void block_affine(const T* in, T* out, const Shape& s, std::int64_t ch0, int w,
       const T* a = in + s.offset(i, ch0 + j);
       T* o = out + s.offset(i, ch0 + j);
       const C k = scale[j], b = shift[j];
-      for (std::int64_t e = 0; e < s.hw; ++e) o[e] = static_cast<T>(static_cast<C>(a[e]) * k + b);
+      for (std::int64_t e = 0; e < s.hw; ++e) {
+        const C v = static_cast<C>(a[e]) * k + b;
+        o[e] = static_cast<T>(v < floor ? floor : v);
+      }
     }
 }
 
@@ -160,7 +168,7 @@ template <class T>
 void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const compute_t<T>* bias,
                               compute_t<T>* running_mean, compute_t<T>* running_var, std::int64_t n,
                               std::int64_t c, std::int64_t hw, double momentum, double eps, T* y,
-                              compute_t<T>* save_mean, compute_t<T>* save_invstd) {
+                              compute_t<T>* save_mean, compute_t<T>* save_invstd, bool relu) {
   using C = compute_t<T>;
   const Shape s{n, c, hw};
   FRUGAL_CHECK(n >= 0 && c >= 0 && hw >= 0 && (c == 0 || n * hw > 1),
@@ -185,14 +193,15 @@ void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const comp
         running_var[ch] =
             static_cast<C>((1 - momentum) * running_var[ch] + momentum * m[j].m2 / (s.count() - 1));
     }
-    block_affine(x, y, s, ch0, w, scale, shift);
+    block_affine(x, y, s, ch0, w, scale, shift, relu);
   });
 }
 
 template <class T>
 void batch_norm_forward_eval(const T* x, const compute_t<T>* weight, const compute_t<T>* bias,
                              const compute_t<T>* running_mean, const compute_t<T>* running_var,
-                             std::int64_t n, std::int64_t c, std::int64_t hw, double eps, T* y) {
+                             std::int64_t n, std::int64_t c, std::int64_t hw, double eps, T* y,
+                             bool relu) {
   using C = compute_t<T>;
   const Shape s{n, c, hw};
   for_each_block(s, [&](std::int64_t ch0, int w) {
@@ -204,7 +213,7 @@ void batch_norm_forward_eval(const T* x, const compute_t<T>* weight, const compu
       scale[j] = static_cast<C>(k);
       shift[j] = static_cast<C>(param(bias, ch, 0.0) - static_cast<double>(running_mean[ch]) * k);
     }
-    block_affine(x, y, s, ch0, w, scale, shift);
+    block_affine(x, y, s, ch0, w, scale, shift, relu);
   });
 }
 
@@ -266,10 +275,10 @@ void batch_norm_backward_eval(const T* grad_y, const T* x, const compute_t<T>* w
 #define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
   template void batch_norm_forward_train<T>(                                                       \
       const T*, const compute_t<T>*, const compute_t<T>*, compute_t<T>*, compute_t<T>*,            \
-      std::int64_t, std::int64_t, std::int64_t, double, double, T*, compute_t<T>*, compute_t<T>*); \
+      std::int64_t, std::int64_t, std::int64_t, double, double, T*, compute_t<T>*, compute_t<T>*, bool); \
   template void batch_norm_forward_eval<T>(const T*, const compute_t<T>*, const compute_t<T>*,     \
                                            const compute_t<T>*, const compute_t<T>*, std::int64_t, \
-                                           std::int64_t, std::int64_t, double, T*);                \
+                                           std::int64_t, std::int64_t, double, T*, bool);          \
   template void batch_norm_backward_train<T>(                                                      \
       const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*,           \
       std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);                 \

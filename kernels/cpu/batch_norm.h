@@ -12,6 +12,9 @@ namespace frugal::kernels::cpu {
 // for 16-bit data, whose layer keeps float32 parameters). weight and bias may be null
 // (affine=false: 1 and 0). All statistics are computed in double.
 
+// relu: both forwards apply max(0, .) in the same pass (batch norm + ReLU fused, one pass
+// fewer over the activation); the caller masks the gradient with relu_backward before the
+// backward (measured faster than masking inside its two passes).
 // Normalises with the batch's per-channel mean and biased variance; throws frugal::Error when
 // a channel has fewer than two values (n * hw < 2), as PyTorch does. save_mean and
 // save_invstd ([c], 1/sqrt(var + eps)) receive what the backward needs when not null.
@@ -22,13 +25,14 @@ template <class T>
 void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const compute_t<T>* bias,
                               compute_t<T>* running_mean, compute_t<T>* running_var, std::int64_t n,
                               std::int64_t c, std::int64_t hw, double momentum, double eps, T* y,
-                              compute_t<T>* save_mean, compute_t<T>* save_invstd);
+                              compute_t<T>* save_mean, compute_t<T>* save_invstd, bool relu = false);
 
 // Normalises with the running statistics.
 template <class T>
 void batch_norm_forward_eval(const T* x, const compute_t<T>* weight, const compute_t<T>* bias,
                              const compute_t<T>* running_mean, const compute_t<T>* running_var,
-                             std::int64_t n, std::int64_t c, std::int64_t hw, double eps, T* y);
+                             std::int64_t n, std::int64_t c, std::int64_t hw, double eps, T* y,
+                             bool relu = false);
 
 // Backward of the training forward, from its save_mean and save_invstd. Each of grad_x
 // ([n, c, hw]), grad_weight and grad_bias ([c]) may be null when not needed.

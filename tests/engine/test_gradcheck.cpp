@@ -242,6 +242,13 @@ TEST_CASE("gradcheck: batch_norm (training)") {
         random_inputs({{4, 3, 2, 2}, {3}, {3}}));
   check([](const Inputs& x) { return batch_norm(x[0], {}, {}, {}, {}, true); }, random_inputs({{5, 2}}));
 }
+TEST_CASE("gradcheck: batch_norm_relu (training and evaluation)") {
+  check([](const Inputs& x) { return batch_norm_relu(x[0], x[1], x[2], {}, {}, true); },
+        random_inputs({{4, 3, 2, 2}, {3}, {3}}));
+  const Tensor rm = tensor({0.1, -0.2, 0.3}, kFloat64), rv = tensor({1.5, 0.5, 2.0}, kFloat64);
+  check([rm, rv](const Inputs& x) { return batch_norm_relu(x[0], x[1], x[2], rm, rv, false); },
+        random_inputs({{4, 3, 2, 2}, {3}, {3}}));
+}
 TEST_CASE("gradcheck: batch_norm (evaluation)") {
   const Tensor rm = tensor({0.1, -0.2, 0.3}, kFloat64), rv = tensor({1.5, 0.5, 2.0}, kFloat64);
   check([rm, rv](const Inputs& x) { return batch_norm(x[0], x[1], x[2], rm, rv, false); },

@@ -119,6 +119,11 @@ TEST_CASE("batch_norm: batch statistics in training, running statistics in evalu
   Tensor ye = batch_norm(x, {}, {}, rm, rv, false);
   CHECK(at(ye, 0) == Approx((at(x, 0) - at(rm, 0)) / std::sqrt(at(rv, 0) + 1e-5)).epsilon(1e-4));
   CHECK_THROWS_WITH(batch_norm(x, {}, {}, {}, {}, false), Contains("running"));
+  // The fused form equals relu(batch_norm), in training (statistics moved the same way) and eval.
+  Tensor rm2 = zeros({2}), rv2 = ones({2}), rm3 = zeros({2}), rv3 = ones({2});
+  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, true), relu(batch_norm(x, {}, {}, rm3, rv3, true))));
+  CHECK(all_close(rm2, rm3));
+  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, false), relu(batch_norm(x, {}, {}, rm2, rv2, false))));
   CHECK_THROWS_WITH(batch_norm(x, ones({3}), {}, {}, {}, true), Contains("weight"));
 }
 

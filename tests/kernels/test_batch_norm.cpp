@@ -3,7 +3,9 @@
 // formulas against finite differences of the naive forward in double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -256,4 +258,31 @@ TEST_CASE("batch_norm training needs more than one value per channel", "[batch_n
   batch_norm_forward_eval(x, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
                           rm, rv, 1, 3, 1, 0.0, y);
   CHECK(y[2] == 3.0f);
+}
+
+TEST_CASE("batch_norm with the ReLU fused equals max(0, batch_norm), NaN kept", "[batch_norm]") {
+  const std::int64_t n = 6, c = 3, hw = 10;
+  std::mt19937 rng(77);
+  std::normal_distribution<float> dist(0.5f, 2.0f);
+  std::vector<float> x(static_cast<std::size_t>(n * c * hw));
+  for (auto& v : x) v = dist(rng);
+  const std::vector<float> weight = {1.5f, -0.5f, 1.0f}, bias = {0.1f, 0.2f, -0.3f};
+  std::vector<float> rm1(3, 0.f), rv1(3, 1.f), rm2 = rm1, rv2 = rv1;
+  std::vector<float> y(x.size()), y_fused(x.size()), m(3), s(3), m2(3), s2(3);
+  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 0.1,
+                                  1e-5, y.data(), m.data(), s.data());
+  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm2.data(), rv2.data(), n, c, hw, 0.1,
+                                  1e-5, y_fused.data(), m2.data(), s2.data(), /*relu=*/true);
+  for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y_fused[i] == std::max(0.0f, y[i]));
+  REQUIRE(rm1 == rm2);
+  REQUIRE(rv1 == rv2);
+  REQUIRE(m == m2);
+  x[4] = std::numeric_limits<float>::quiet_NaN();
+  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 1e-5,
+                                 y.data());
+  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 1e-5,
+                                 y_fused.data(), /*relu=*/true);
+  REQUIRE(std::isnan(y_fused[4]));
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (i != 4) REQUIRE(y_fused[i] == std::max(0.0f, y[i]));
 }

@@ -44,7 +44,7 @@ TEST_CASE("named parameters and buffers follow the module tree") {
   CHECK(net->parameter_count() == 288 + 9216 + 18432 + 36864 + 384 + 401536 + 1290);
   for (const Tensor& p : net->parameters()) CHECK(p.requires_grad());
   CHECK_THAT(nn::describe(*net), Contains("(0): Conv2d(1, 32, kernel_size=(3, 3)") &&
-                                     Contains("bias=false") && Contains("(15): Linear(in_features=3136"));
+                                     Contains("bias=false") && Contains("fused_relu=true") && Contains("(11): Linear(in_features=3136"));
 }
 
 TEST_CASE("the three models map a batch of images to 10 logits") {
@@ -123,8 +123,10 @@ TEST_CASE("layer gradients pass gradcheck") {
   check_module_gradients(depthwise, randn({2, 3, 4, 4}));
   nn::BatchNorm2d bn(3);
   check_module_gradients(bn, randn({4, 3, 2, 2}));
+  nn::BatchNorm2d bn_relu(nn::BatchNormOptions(3).fused_relu(true));
+  check_module_gradients(bn_relu, randn({4, 3, 2, 2}));
   nn::Sequential seq{std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 2, 3).padding(1)),
-                     std::make_shared<nn::BatchNorm2d>(2), std::make_shared<nn::ReLU>(true),
+                     std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(2).fused_relu(true)),
                      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
                      std::make_shared<nn::Linear>(8, 3)};
   check_module_gradients(seq, randn({2, 1, 4, 4}));
