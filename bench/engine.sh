@@ -12,15 +12,7 @@ bash scripts/build.sh >/dev/null
 tmp=$(mktemp -d)
 out=bench/results/engine-$(date +%Y-%m-%d).md
 
-# PyTorch at its fastest here: OpenBLAS with AVX-512 kernels, ATen's AVX-512 kernels,
-# jemalloc without decay.
-torch_fast() {
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=SkylakeX \
-    ATEN_CPU_CAPABILITY=avx512 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
-    MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0 \
-    /usr/bin/python3 "$@"
-}
-torch_default() { /usr/bin/python3 "$@"; }
+source bench/torch/env.sh
 
 for i in $(seq "$repeats"); do
   ./build/bench/frugal-bench-op-overhead --json > "$tmp/ops-frugal-$i.json"

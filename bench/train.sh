@@ -12,13 +12,7 @@ bash scripts/build.sh >/dev/null
 tmp=$(mktemp -d)
 out=bench/results/train-$(date +%Y-%m-%d).md
 
-torch_fast() {
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=SkylakeX \
-    ATEN_CPU_CAPABILITY=avx512 LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
-    MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0 \
-    /usr/bin/python3 "$@"
-}
-torch_default() { /usr/bin/python3 "$@"; }
+source bench/torch/env.sh
 
 for model in cnn mobilenet mlp; do
   for i in $(seq "$repeats"); do

@@ -165,8 +165,10 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
   }
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters()) {
+void Module::zero_grad(bool set_to_none) { nn::zero_grad(parameters(), set_to_none); }
+
+void zero_grad(const std::vector<Tensor>& parameters, bool set_to_none) {
+  for (Tensor p : parameters) {  // a handle copy: the gradient lives in the shared TensorImpl
     Tensor& g = p.mutable_grad();
     if (!g.defined()) continue;
     if (set_to_none) g = Tensor();

@@ -89,6 +89,9 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
+// Sets each tensor's gradient to none (frees it) or to zero: Module's and Optimizer's zero_grad.
+void zero_grad(const std::vector<Tensor>& parameters, bool set_to_none = true);
+
 // Renders the module tree like PyTorch's repr: "Sequential(\n  (0): Conv2d(...)\n ...)".
 std::string describe(const Module& module);
 

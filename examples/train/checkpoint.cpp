@@ -14,14 +14,21 @@ namespace {
 
 constexpr const char* kFormat = "frugal-train checkpoint v1";
 
-std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
-                       const std::string& path) {
+// A metadata entry; its absence is a frugal::Error naming the file.
+const std::string& meta_value(const std::map<std::string, std::string>& meta, const std::string& key,
+                              const std::string& path) {
   auto it = meta.find(key);
   FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
+  return it->second;
+}
+
+std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
+                       const std::string& path) {
+  const std::string& text = meta_value(meta, key, path);
   try {
-    return std::stoll(it->second);
+    return std::stoll(text);
   } catch (const std::exception&) {
-    throw Error(path + ": checkpoint metadata '" + key + "' is not an integer: '" + it->second + "'");
+    throw Error(path + ": checkpoint metadata '" + key + "' is not an integer: '" + text + "'");
   }
 }
 
@@ -72,11 +79,7 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
                            const std::string& expect_model, const std::string& expect_optimizer) {
   const data::SafetensorsFile file = data::load_safetensors(path);
   const auto& meta = file.metadata;
-  auto get = [&](const std::string& key) {
-    auto it = meta.find(key);
-    FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
-    return it->second;
-  };
+  auto get = [&](const std::string& key) { return meta_value(meta, key, path); };
   FRUGAL_CHECK(get("format") == kFormat, path + ": not a frugal-train checkpoint (format '" + get("format") + "')");
   TrainState s;
   s.model = get("model");

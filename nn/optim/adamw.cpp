@@ -2,7 +2,6 @@
 #include "nn/optim/adamw.h"
 
 #include "common/error.h"
-#include "engine/dispatch.h"
 #include "engine/ops/factory.h"
 #include "kernels/cpu/optim.h"
 
@@ -20,23 +19,18 @@ AdamW::AdamW(std::vector<Tensor> parameters, const AdamWOptions& o)
 void AdamW::step() {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Tensor& p = parameters_[i];
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad().contiguous();
-    FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype(),
-                 "AdamW: parameter " + std::to_string(i) + " and its gradient do not match");
+    const Tensor g = gradient_for_update(i, "AdamW");
+    if (!g.defined()) continue;
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = zeros(p.sizes(), p.dtype());
       exp_avg_sq_[i] = zeros(p.sizes(), p.dtype());
     }
     ++steps_[i];
-    auto run = [&]<class T>() {
+    dispatch_master(p.dtype(), "AdamW", [&]<class T>() {
       kernels::cpu::adamw_step<T>(p.data_ptr<T>(), g.data_ptr<T>(), exp_avg_[i].data_ptr<T>(),
                                   exp_avg_sq_[i].data_ptr<T>(), p.numel(), lr_, options_.beta1_,
                                   options_.beta2_, options_.eps_, options_.weight_decay_, steps_[i]);
-    };
-    if (p.dtype() == kFloat32) run.template operator()<float>();
-    else if (p.dtype() == kFloat64) run.template operator()<double>();
-    else throw_unsupported_dtype("AdamW", p.dtype(), "float32 and float64 parameters");
+    });
     p.impl()->storage()->bump_version();
   }
 }

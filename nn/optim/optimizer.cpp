@@ -19,13 +19,17 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void Optimizer::zero_grad(bool set_to_none) {
-  for (Tensor& p : parameters_) {
-    Tensor& g = p.mutable_grad();
-    if (!g.defined()) continue;
-    if (set_to_none) g = Tensor();
-    else g.zero_();
-  }
+void Optimizer::zero_grad(bool set_to_none) { nn::zero_grad(parameters_, set_to_none); }
+
+Tensor Optimizer::gradient_for_update(std::size_t i, const char* op) const {
+  const Tensor& p = parameters_[i];
+  if (!p.grad().defined()) return {};
+  Tensor g = p.grad().contiguous();
+  FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype(),
+               std::string(op) + ": parameter " + std::to_string(i) + " " + dtype_name(p.dtype()) +
+                   shape_string(p.sizes()) + " has a gradient " + dtype_name(g.dtype()) +
+                   shape_string(g.sizes()) + " that does not match it");
+  return g;
 }
 
 }  // namespace frugal::optim

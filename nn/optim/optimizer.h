@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/dispatch.h"
 #include "nn/module.h"
 
 namespace frugal::optim {
@@ -31,6 +32,18 @@ class Optimizer {
   virtual void load_state_dict(const nn::NamedTensors& state) = 0;
 
  protected:
+  // Parameter i's gradient, contiguous, as an update kernel reads it; undefined when it has
+  // none (skip it). A gradient whose shape or dtype does not match is a frugal::Error.
+  Tensor gradient_for_update(std::size_t i, const char* op) const;
+  // Calls f.template operator()<T>() for float32 / float64 parameters, the master-weight types
+  // the fused update kernels support; other dtypes are a frugal::Error naming `op`.
+  template <class F>
+  static void dispatch_master(ScalarType t, const char* op, const F& f) {
+    if (t == kFloat32) return f.template operator()<float>();
+    if (t == kFloat64) return f.template operator()<double>();
+    throw_unsupported_dtype(op, t, "float32 and float64 parameters (keep master weights in float32)");
+  }
+
   std::vector<Tensor> parameters_;
   double lr_;
 };

@@ -4,30 +4,10 @@
 #include <map>
 
 #include "common/error.h"
-#include "engine/dispatch.h"
 #include "engine/ops/factory.h"
 #include "kernels/cpu/optim.h"
 
 namespace frugal::optim {
-
-namespace {
-
-// The parameter and its gradient as the kernel needs them; a frugal::Error otherwise.
-void check_update(const Tensor& p, const Tensor& g, std::size_t i, const char* op) {
-  FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype(),
-               std::string(op) + ": parameter " + std::to_string(i) + " " + dtype_name(p.dtype()) +
-                   shape_string(p.sizes()) + " has a gradient " + dtype_name(g.dtype()) +
-                   shape_string(g.sizes()) + " that does not match it");
-}
-
-template <class F>
-void dispatch_optim(ScalarType t, const char* op, const F& f) {
-  if (t == kFloat32) return f.template operator()<float>();
-  if (t == kFloat64) return f.template operator()<double>();
-  throw_unsupported_dtype(op, t, "float32 and float64 parameters (keep master weights in float32)");
-}
-
-}  // namespace
 
 SGD::SGD(std::vector<Tensor> parameters, const SGDOptions& o)
     : Optimizer(std::move(parameters), o.lr_), options_(o), momentum_buffers_(parameters_.size()) {
@@ -40,13 +20,11 @@ SGD::SGD(std::vector<Tensor> parameters, const SGDOptions& o)
 void SGD::step() {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Tensor& p = parameters_[i];
-    const Tensor& grad = p.grad();
-    if (!grad.defined()) continue;
-    const Tensor g = grad.contiguous();
-    check_update(p, g, i, "SGD");
+    const Tensor g = gradient_for_update(i, "SGD");
+    if (!g.defined()) continue;
     const bool first = options_.momentum_ != 0 && !momentum_buffers_[i].defined();
     if (first) momentum_buffers_[i] = empty(p.sizes(), p.dtype());
-    dispatch_optim(p.dtype(), "SGD", [&]<class T>() {
+    dispatch_master(p.dtype(), "SGD", [&]<class T>() {
       kernels::cpu::sgd_step<T>(p.data_ptr<T>(), g.data_ptr<T>(),
                                 options_.momentum_ != 0 ? momentum_buffers_[i].data_ptr<T>() : nullptr,
                                 p.numel(), lr_, options_.momentum_, options_.dampening_,

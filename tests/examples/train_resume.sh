@@ -7,11 +7,7 @@
 set -euo pipefail
 train=$1
 src=$2
-data=/usr/share/datasets/fashion-mnist
-[ -e "$data/train-images-idx3-ubyte.gz" ] || [ -e "$data/train-images-idx3-ubyte" ] || {
-  echo "skipped: $data is missing (package dataset-fashion-mnist)"
-  exit 77
-}
+source "$(dirname "$0")/require_data.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

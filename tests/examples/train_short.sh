@@ -5,11 +5,7 @@
 #   train_short.sh FRUGAL_TRAIN
 set -euo pipefail
 train=$1
-data=/usr/share/datasets/fashion-mnist
-[ -e "$data/train-images-idx3-ubyte.gz" ] || [ -e "$data/train-images-idx3-ubyte" ] || {
-  echo "skipped: $data is missing (package dataset-fashion-mnist)"
-  exit 77
-}
+source "$(dirname "$0")/require_data.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$train" --model mlp --threads 2 --max-steps 300 --metrics-json "$tmp/m.json" | tee "$tmp/log"
