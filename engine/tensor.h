@@ -220,6 +220,12 @@ namespace detail {
 [[noreturn]] void throw_dtype_mismatch(const char* what, ScalarType have, ScalarType want);
 }
 
+// The typed data of an optional tensor (an absent bias or weight): null when undefined.
+template <class T>
+T* data_ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.template data_ptr<T>() : nullptr;
+}
+
 template <class T>
 T* Tensor::data_ptr() const {
   if (dtype() != scalar_type_of<T>()) [[unlikely]]

@@ -31,10 +31,6 @@ void check_param(const Tensor& t, const char* what, std::int64_t channels, Scala
                    dtype_name(t.dtype()) + " " + shape_string(t.sizes()));
 }
 
-template <class P>
-P* ptr(const Tensor& t) {
-  return t.defined() ? t.data_ptr<P>() : nullptr;
-}
 
 }  // namespace
 
@@ -66,8 +62,8 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
     Tensor save_mean = empty({c}, pdt), save_invstd = empty({c}, pdt);
     dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
       using P = compute_t<T>;
-      cpu::batch_norm_forward_train<T>(input.data_ptr<T>(), ptr<P>(weight), ptr<P>(bias),
-                                       ptr<P>(running_mean), ptr<P>(running_var), n, c, hw,
+      cpu::batch_norm_forward_train<T>(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+                                       data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw,
                                        momentum, eps, out.data_ptr<T>(), save_mean.data_ptr<P>(),
                                        save_invstd.data_ptr<P>(), relu);
     });
@@ -91,9 +87,9 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                          dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
                            using P = compute_t<T>;
                            cpu::batch_norm_backward_train<T>(
-                               gc.data_ptr<T>(), x.data_ptr<T>(), ptr<P>(sw.unpack()),
+                               gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
                                save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
-                               ptr<T>(gi[0]), ptr<P>(gi[1]), ptr<P>(gi[2]));
+                               data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
                          });
                        });
     }
@@ -102,8 +98,8 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
 
   dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
     using P = compute_t<T>;
-    cpu::batch_norm_forward_eval<T>(input.data_ptr<T>(), ptr<P>(weight), ptr<P>(bias),
-                                    ptr<P>(running_mean), ptr<P>(running_var), n, c, hw, eps,
+    cpu::batch_norm_forward_eval<T>(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+                                    data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw, eps,
                                     out.data_ptr<T>(), relu);
   });
   if (records) {
@@ -123,9 +119,9 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                        dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
                          using P = compute_t<T>;
                          cpu::batch_norm_backward_eval<T>(
-                             gc.data_ptr<T>(), ptr<T>(sx.unpack()), ptr<P>(sw.unpack()),
+                             gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()), data_ptr_or_null<P>(sw.unpack()),
                              sm.unpack().data_ptr<P>(), sv.unpack().data_ptr<P>(), eps, n, c, hw,
-                             ptr<T>(gi[0]), ptr<P>(gi[1]), ptr<P>(gi[2]));
+                             data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
                        });
                      });
   }

@@ -95,7 +95,7 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
     const std::size_t bytes = cpu::conv2d_forward_workspace_bytes<T>(p, cpu::get_num_threads());
     Tensor ws = workspace(bytes);
     cpu::conv2d_forward<T>(p, input.data_ptr<T>(), weight.data_ptr<T>(),
-                           bias.defined() ? bias.data_ptr<T>() : nullptr, out.data_ptr<T>(),
+                           data_ptr_or_null<T>(bias), out.data_ptr<T>(),
                            ws.data_ptr(), bytes);
   });
   if (autograd::needs_grad(input_, weight_, bias_)) {

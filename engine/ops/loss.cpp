@@ -44,10 +44,6 @@ Tensor loss_output(const Tensor& input, Reduction r) {
   return r == Reduction::None ? empty({input.size(0)}, input.dtype()) : empty({}, input.dtype());
 }
 
-template <class T>
-const T* ptr(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
-}
 
 }  // namespace
 
@@ -60,7 +56,7 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
   Tensor out = loss_output(input, o.reduction);
   Tensor total_weight = empty({}, input.dtype()), row_lse = empty({n}, input.dtype());
   dispatch_floating(input.dtype(), "cross_entropy", [&]<class T>() {
-    cpu::cross_entropy_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), ptr<T>(weight),
+    cpu::cross_entropy_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight),
                                   n, c, red, o.ignore_index, out.data_ptr<T>(),
                                   total_weight.data_ptr<T>(), nullptr, row_lse.data_ptr<T>());
   });
@@ -74,7 +70,7 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
                        dispatch_floating(x.dtype(), "cross_entropy_backward", [&]<class T>() {
                          cpu::cross_entropy_backward<T>(
                              gc.data_ptr<T>(), x.data_ptr<T>(), row_lse.data_ptr<T>(),
-                             target.data_ptr<std::int64_t>(), ptr<T>(weight), n, c, red, ignore,
+                             target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red, ignore,
                              total_weight.data_ptr<T>(), grad.data_ptr<T>());
                        });
                        gi[0] = std::move(grad);
@@ -92,7 +88,7 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
   Tensor out = loss_output(input, o.reduction);
   Tensor total_weight = empty({}, input.dtype());
   dispatch_floating(input.dtype(), "nll_loss", [&]<class T>() {
-    cpu::nll_loss_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), ptr<T>(weight), n, c,
+    cpu::nll_loss_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c,
                              red, o.ignore_index, out.data_ptr<T>(), total_weight.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
@@ -104,7 +100,7 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
                        Tensor grad = empty({n, c}, dtype);
                        dispatch_floating(dtype, "nll_loss_backward", [&]<class T>() {
                          cpu::nll_loss_backward<T>(gc.data_ptr<T>(), target.data_ptr<std::int64_t>(),
-                                                   ptr<T>(weight), n, c, red, ignore,
+                                                   data_ptr_or_null<T>(weight), n, c, red, ignore,
                                                    total_weight.data_ptr<T>(), grad.data_ptr<T>());
                        });
                        gi[0] = std::move(grad);
