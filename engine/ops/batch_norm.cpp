@@ -31,7 +31,6 @@ void check_param(const Tensor& t, const char* what, std::int64_t channels, Scala
                    dtype_name(t.dtype()) + " " + shape_string(t.sizes()));
 }
 
-
 }  // namespace
 
 namespace {

@@ -44,7 +44,6 @@ Tensor loss_output(const Tensor& input, Reduction r) {
   return r == Reduction::None ? empty({input.size(0)}, input.dtype()) : empty({}, input.dtype());
 }
 
-
 }  // namespace
 
 Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOptions& o) {
