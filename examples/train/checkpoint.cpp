@@ -63,6 +63,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
       {"format", kFormat},
       {"model", s.model},
       {"optimizer", s.optimizer},
+      {"lr_schedule", s.lr_schedule},
       {"epoch", std::to_string(s.epoch)},
       {"step_in_epoch", std::to_string(s.step_in_epoch)},
       {"global_step", std::to_string(s.global_step)},
@@ -76,7 +77,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 }
 
 TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                           const std::string& expect_model, const std::string& expect_optimizer) {
+                           const TrainState& expect) {
   const data::SafetensorsFile file = data::load_safetensors(path);
   const auto& meta = file.metadata;
   auto get = [&](const std::string& key) { return meta_value(meta, key, path); };
@@ -84,10 +85,13 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
   TrainState s;
   s.model = get("model");
   s.optimizer = get("optimizer");
-  FRUGAL_CHECK(s.model == expect_model, path + ": the checkpoint holds a '" + s.model +
-                                            "' model but --model is '" + expect_model + "'");
-  FRUGAL_CHECK(s.optimizer == expect_optimizer, path + ": the checkpoint was made with --optimizer " +
-                                                    s.optimizer + " but this run uses " + expect_optimizer);
+  s.lr_schedule = get("lr_schedule");
+  FRUGAL_CHECK(s.model == expect.model, path + ": the checkpoint holds a '" + s.model +
+                                            "' model but --model is '" + expect.model + "'");
+  FRUGAL_CHECK(s.optimizer == expect.optimizer, path + ": the checkpoint was made with --optimizer " +
+                                                    s.optimizer + " but this run uses " + expect.optimizer);
+  FRUGAL_CHECK(s.lr_schedule == expect.lr_schedule, path + ": the checkpoint was made with --lr-schedule " +
+                                                        s.lr_schedule + " but this run uses " + expect.lr_schedule);
   s.epoch = parse_int(meta, "epoch", path);
   s.step_in_epoch = parse_int(meta, "step_in_epoch", path);
   s.global_step = parse_int(meta, "global_step", path);

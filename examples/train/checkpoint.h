@@ -13,6 +13,7 @@ namespace frugal::train {
 struct TrainState {
   std::string model;              // the --model it was made with
   std::string optimizer;          // "sgd" or "adamw"
+  std::string lr_schedule;        // "constant" or "cosine"
   std::int64_t epoch = 0;         // the epoch in progress (0-based)
   std::int64_t step_in_epoch = 0; // batches of that epoch already done
   std::int64_t global_step = 0;
@@ -26,8 +27,8 @@ struct TrainState {
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
                      const TrainState& state);
 // Restores model, optimizer and the default generator; returns where training stood. A file
-// made for another model or optimizer is a frugal::Error saying so.
+// made for another model, optimizer or schedule than `expect` names is a frugal::Error saying so.
 TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                           const std::string& expect_model, const std::string& expect_optimizer);
+                           const TrainState& expect);
 
 }  // namespace frugal::train

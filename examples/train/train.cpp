@@ -59,6 +59,15 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const 
   throw ConfigError("--optimizer must be sgd or adamw, got '" + name + "'");
 }
 
+// The learning-rate schedule, stepped after every optimizer step (so its "epochs" are steps):
+// none for "constant"; cosine decay from the base rate to 0 over all the run's steps.
+std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name, optim::Optimizer& optimizer,
+                                                  std::int64_t total_steps) {
+  if (name == "constant") return nullptr;
+  if (name == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, total_steps);
+  throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
+}
+
 struct EpochResult {
   std::int64_t epoch;
   double train_loss, train_accuracy, test_accuracy, images_per_sec;
@@ -75,6 +84,8 @@ int run(int argc, char** argv) {
   cli.option("momentum", "M", "SGD momentum", "0.9");
   cli.option("optimizer", "NAME", "sgd or adamw", "sgd");
   cli.option("weight-decay", "W", "weight decay (L2 for sgd, decoupled for adamw)", "0");
+  cli.option("lr-schedule", "NAME", "constant, or cosine (from --lr down to 0 over the run, set every step)",
+             "constant");
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
@@ -105,9 +116,10 @@ int run(int argc, char** argv) {
   train::TrainState state;
   state.model = model_name;
   state.optimizer = optimizer_name;
+  state.lr_schedule = cli.get("lr-schedule");
   state.seed = seed;
   if (cli.has("resume")) {
-    state = train::load_checkpoint(cli.get("resume"), *model, *optimizer, model_name, optimizer_name);
+    state = train::load_checkpoint(cli.get("resume"), *model, *optimizer, state);
     FRUGAL_CHECK(state.seed == seed, "--resume: the checkpoint was made with --seed " + std::to_string(state.seed) +
                                          "; pass the same seed to continue the same run");
     std::fprintf(stderr, "resumed from %s at epoch %lld, step %lld\n", cli.get("resume").c_str(),
@@ -121,9 +133,13 @@ int run(int argc, char** argv) {
   // The data set stays uint8 in memory; each batch is normalised to float32 as it is made.
   loader_options.transform = [&train_set](const Tensor& pixels) { return train_set.normalize(pixels); };
   data::InMemoryLoader loader(train_set.pixels, train_set.labels, loader_options);
+  const auto schedule = make_schedule(state.lr_schedule, *optimizer, epochs * loader.num_batches());
+  if (schedule) schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
 
-  std::printf("frugal-train: %s, %lld parameters, %s lr %g, batch %lld, %d threads, %lld train / %lld test images\n",
+  std::printf("frugal-train: %s, %lld parameters, %s lr %g (%s), batch %lld, %d threads, %lld train / %lld test "
+              "images\n",
               model_name.c_str(), static_cast<long long>(model->parameter_count()), optimizer_name.c_str(), lr,
+              state.lr_schedule.c_str(),
               static_cast<long long>(batch_size), kernels::cpu::get_num_threads(),
               static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()));
   auto& allocator = alloc::cpu_allocator();
@@ -161,6 +177,7 @@ int run(int argc, char** argv) {
       optimizer->zero_grad();
       loss.backward();
       optimizer->step();
+      if (schedule) schedule->step();
       const std::int64_t n = batch.target.size(0);
       loss_sum += static_cast<double>(loss.item<float>()) * static_cast<double>(n);
       seen += n;
@@ -209,6 +226,7 @@ int run(int argc, char** argv) {
     JsonWriter j;
     j.field("model", model_name);
     j.field("optimizer", optimizer_name);
+    j.field("lr_schedule", state.lr_schedule);
     j.field("epochs", epochs);
     j.field("steps", state.global_step);
     j.field("batch_size", batch_size);

@@ -11,9 +11,11 @@ source "$(dirname "$0")/require_data.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$train" --model cnn --threads 2 --max-steps 6 --save "$tmp/straight.safetensors" > "$tmp/straight.log"
-"$train" --model cnn --threads 2 --max-steps 3 --save "$tmp/resumed.safetensors" > /dev/null
-"$train" --model cnn --threads 2 --max-steps 6 --resume "$tmp/resumed.safetensors" \
+# A cosine schedule changes the rate every step, so the resumed run must also find its place in it.
+run=("$train" --model cnn --threads 2 --lr-schedule cosine)
+"${run[@]}" --max-steps 6 --save "$tmp/straight.safetensors" > "$tmp/straight.log"
+"${run[@]}" --max-steps 3 --save "$tmp/resumed.safetensors" > /dev/null
+"${run[@]}" --max-steps 6 --resume "$tmp/resumed.safetensors" \
   --save "$tmp/resumed.safetensors" --metrics-json "$tmp/metrics.json" > /dev/null
 # Every tensor's dtype, shape and crc32, as frugal held them when saving.
 if ! cmp -s "$tmp/straight.safetensors.digest.json" "$tmp/resumed.safetensors.digest.json"; then
@@ -46,7 +48,9 @@ expect_error() {
 }
 expect_error "resnet" --model resnet --max-steps 1
 expect_error "adam" --optimizer adam --max-steps 1
+expect_error "warmup" --lr-schedule warmup --max-steps 1
 expect_error "mobilenet" --model mobilenet --resume "$tmp/straight.safetensors" --max-steps 1
+expect_error "lr-schedule cosine" --resume "$tmp/straight.safetensors" --max-steps 1
 head -c 100 "$tmp/straight.safetensors" > "$tmp/truncated.safetensors"
 expect_error "truncated.safetensors" --resume "$tmp/truncated.safetensors" --max-steps 1
 expect_error "nowhere" --data /nowhere --max-steps 1
