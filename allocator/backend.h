@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace frugal::alloc {
@@ -26,6 +27,9 @@ class Backend {
   virtual std::string name() const = 0;
   // The device's memory in bytes: the base of set_memory_fraction and of OOM messages.
   virtual std::size_t total_memory() const = 0;
+  // What the device itself says is free now, by all its users (cudaMemGetInfo), where it
+  // can say; shown in memory_summary and out-of-memory messages.
+  virtual std::optional<std::size_t> device_free_memory() const { return std::nullopt; }
 
   // --- Physical segments (cudaMalloc / cudaFree). ---
   // Returns nullptr when the device has no memory left; that is not an exception, the

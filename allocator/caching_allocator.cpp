@@ -455,6 +455,7 @@ MemoryReport CachingAllocator::report_locked(std::size_t bytes) const {
   r.device = backend_->name();
   r.requested = bytes;
   r.capacity = backend_->total_memory();
+  r.device_free = backend_->device_free_memory();
   r.limit = memory_limit_locked();
   r.allocated = static_cast<std::size_t>(live_.allocated_bytes.current_all());
   r.reserved = static_cast<std::size_t>(live_.reserved_bytes.current_all());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "allocator/caching_allocator.h"
+#include "common/format.h"
 
 namespace frugal::alloc {
 
@@ -74,6 +75,11 @@ std::string CachingAllocator::memory_summary(bool abbreviated) const {
                 static_cast<long long>(s.num_ooms), "",
                 static_cast<long long>(s.num_alloc_retries));
   lines.push_back(line);
+  if (const auto free = backend_->device_free_memory()) {
+    // What the device says of itself, all its users together (cudaMemGetInfo).
+    lines.push_back("  device free " + format_bytes(static_cast<std::int64_t>(*free)) + " of " +
+                    format_bytes(static_cast<std::int64_t>(backend_->total_memory())) + " total");
+  }
   lines.push_back(std::string(kWidth, '='));
   lines.push_back("        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ");
 

@@ -22,6 +22,7 @@ std::string describe(const MemoryReport& r) {
   std::snprintf(percent, sizeof percent, "%.1f%%", 100.0 * r.fragmentation());
   out << "out of memory on " << r.device << ": tried to allocate " << format_bytes(r.requested)
       << ". The device has a capacity of " << format_bytes(r.capacity);
+  if (r.device_free) out << " of which " << format_bytes(*r.device_free) << " is free";
   if (r.limit < r.capacity) out << " with a limit of " << format_bytes(r.limit) << " set";
   out << "; " << format_bytes(r.allocated) << " is allocated by frugal and "
       << format_bytes(r.reserved_unallocated()) << " is reserved but unallocated"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -14,6 +15,7 @@ struct MemoryReport {
   std::string device;                 // "cpu", "simulated", "cuda:0"
   std::size_t requested = 0;          // bytes asked for
   std::size_t capacity = 0;           // device memory
+  std::optional<std::size_t> device_free;  // free by the device's own count, where it tells
   std::size_t limit = 0;              // set_memory_limit / fraction, or capacity
   std::size_t allocated = 0;          // bytes in live blocks
   std::size_t reserved = 0;           // bytes held from the device

@@ -1,6 +1,7 @@
 // Device names, and which caching allocator serves each device.
 #include "engine/device.h"
 
+#include "allocator/cuda_device.h"
 #include "allocator/default_allocators.h"
 #include "common/error.h"
 
@@ -33,8 +34,13 @@ std::string Device::str() const {
 
 alloc::CachingAllocator& allocator_for(Device device, const char* op) {
   if (device.is_cpu()) return alloc::cpu_allocator();
-  throw Error(std::string(op) + ": device " + device.str() +
-              " is not available: frugal was built without CUDA tensor support");
+  if (!cuda::is_built()) {
+    throw Error(std::string(op) + ": device " + device.str() + " is not available: frugal was built without CUDA");
+  }
+  // The CUDA allocator exists (alloc::cuda_allocator), the CUDA kernels do not yet: a tensor
+  // there could not be computed with.
+  throw Error(std::string(op) + ": tensors on " + device.str() +
+              " are not supported yet: this build has frugal's CUDA allocator but not its CUDA kernels");
 }
 
 }  // namespace frugal
