@@ -1,6 +1,7 @@
 // frugal-alloc-bench: how fast a warm malloc+free pair is — through frugal's caching
-// allocator, through the plain backend it replaces (aligned malloc/free), and over a
-// simulated device whose every allocation costs as much as cudaMalloc — with random
+// allocator, through the plain backend it replaces (aligned malloc/free), over a simulated
+// device whose every allocation costs as much as cudaMalloc, and, on a machine with a GPU,
+// over CUDA against cudaMalloc/cudaFree and cudaMallocAsync — with random
 // log-uniform sizes from 512 B to 64 MiB, among live blocks freed and replaced at random,
 // on 1 and N threads (each its own stream). Every block is checked: alignment, no overlap
 // with any live block, and on host memory a pattern written after allocation must be
@@ -108,6 +109,15 @@ class LiveSet {
   std::mutex mutex_;
   std::map<std::uintptr_t, std::size_t> live_;
 };
+
+}  // namespace
+
+#if FRUGAL_WITH_CUDA
+#include "allocator/cuda_device.h"
+#include "tools/alloc_bench_cuda.h"
+#endif
+
+namespace {
 
 // A pattern of 64-byte stamps at both ends of the block and at 6 evenly spaced places in
 // between: enough to catch memory handed out twice or unmapped under its owner, while
@@ -386,6 +396,27 @@ int run(int argc, char** argv) {
       fewer.warmup = std::min<std::size_t>(w.warmup, 2000);
       results.push_back(measure(plain_device, s, n, fewer, timer, failures));
     }
+#if FRUGAL_WITH_CUDA
+    if (cuda::is_available()) {
+      const std::string caching_cuda = "caching, cuda:0", cuda_malloc = "cudaMalloc/cudaFree";
+      const std::string cuda_async = "cudaMallocAsync/cudaFreeAsync";
+      Workload fewer = w;  // cudaMalloc and cudaFree take microseconds each
+      fewer.pairs = std::min<std::size_t>(w.pairs, 20000);
+      fewer.warmup = std::min<std::size_t>(w.warmup, 2000);
+      if (wanted(caching_cuda)) {
+        tools::CudaCachingSubject s(n);
+        results.push_back(measure(caching_cuda, s, n, w, timer, failures));
+      }
+      if (wanted(cuda_malloc)) {
+        tools::CudaMallocSubject s;
+        results.push_back(measure(cuda_malloc, s, n, fewer, timer, failures));
+      }
+      if (wanted(cuda_async)) {
+        tools::CudaMallocAsyncSubject s(n);
+        results.push_back(measure(cuda_async, s, n, w, timer, failures));
+      }
+    }
+#endif
     if (threads == 1) break;
   }
 
