@@ -3,10 +3,15 @@
 // Output rows are computed at the padded width (the last kW-1 columns of each row are
 // discarded), which makes every tap's operand a plain strided matrix: no column buffer, so
 // the workspace is one padded sample instead of nine copies of it, and no per-row copying.
+// For float on AVX-512, when a sample's output fits one tile, the taps' GEMMs give way to
+// one register-blocked kernel for all taps (flat_correlate.h), forward and backward to the
+// input; the weight gradient stays a GEMM per tap (depth: a whole sample's positions).
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/conv_internal.h"
+#include "kernels/cpu/flat_correlate.h"
 #include "kernels/cpu/gemm.h"
 
 namespace frugal::kernels::cpu::conv_detail {
@@ -38,6 +43,12 @@ struct Geometry {
     tile_rows = (OH + tiles - 1) / tiles;
   }
   std::int64_t padded_elems() const { return Cg * plane + slack; }
+  // The direct kernel's backward reads the output gradient at negative shifts: each plane of
+  // it carries `front` zeros before it and, after its OH * Wp positions, zeros up to `plane`.
+  std::int64_t front(const Conv2dParams& p) const {
+    return (p.kH - 1) * p.dilation_h * Wp + (p.kW - 1) * p.dilation_w;
+  }
+  std::int64_t margined_plane(const Conv2dParams& p) const { return front(p) + plane; }
   // Where tap (kh, kw) starts reading for output row oh0.
   std::int64_t tap_offset(const Conv2dParams& p, std::int64_t tap, std::int64_t oh0) const {
     const std::int64_t kh = tap / p.kW, kw = tap % p.kW;
@@ -60,14 +71,25 @@ void pad_sample(const Conv2dParams& p, const Geometry& g, const T* in, A* padded
 // Rows [oh0, oh1) of Og output planes into the padded-width layout, discarded columns zero
 // (the backward GEMMs read them, and zeros there contribute nothing).
 template <class T, class A>
-void widen_rows(const Geometry& g, const T* src, std::int64_t oh0, std::int64_t oh1, A* wide) {
+void widen_rows(const Geometry& g, const T* src, std::int64_t oh0, std::int64_t oh1, A* wide, std::int64_t planes) {
   const std::int64_t P = (oh1 - oh0) * g.Wp;
-  for (std::int64_t o = 0; o < g.Og; ++o)
+  for (std::int64_t o = 0; o < planes; ++o)
     for (std::int64_t oh = oh0; oh < oh1; ++oh) {
       const T* s = src + (o * g.OH + oh) * g.OW;
       A* d = wide + o * P + (oh - oh0) * g.Wp;
       for (std::int64_t w = 0; w < g.OW; ++w) d[w] = static_cast<A>(s[w]);
       std::fill(d + g.OW, d + g.Wp, A(0));
+    }
+}
+
+// The input-sized part of padded planes (the gradient of the unpadded input), out of them.
+template <class T, class A>
+void copy_interior(const Conv2dParams& p, const Geometry& g, const A* padded, T* out) {
+  for (std::int64_t c = 0; c < g.Cg; ++c)
+    for (std::int64_t h = 0; h < p.H; ++h) {
+      const A* src = padded + c * g.plane + (h + p.pad_h) * g.Wp + p.pad_w;
+      T* dst = out + (c * p.H + h) * p.W;
+      for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<T>(src[w]);
     }
 }
 
@@ -82,8 +104,70 @@ void split_taps(const Conv2dParams& p, const Geometry& g, const T* weight, A* ta
               static_cast<A>(weight[((gi * g.Og + o) * g.Cg + c) * g.taps + t]);
 }
 
+// Whether the register-blocked kernel computes this convolution's forward and input
+// gradient: float, a CPU with AVX-512, and a sample's output in one tile.
+template <class T>
+bool use_flat_kernel(const Geometry& g) {
+  return std::is_same_v<T, float> && g.tile_rows == g.OH && flat_correlate_available();
+}
+
+// The weights of every group packed for the kernel, forward (outputs Og from inputs Cg) or
+// backward (outputs Cg from inputs Og, the same weights read transposed).
+std::int64_t flat_weights_per_group(std::int64_t outs, std::int64_t ins, std::int64_t taps) {
+  return (outs + kFlatCorrelateRows - 1) / kFlatCorrelateRows * kFlatCorrelateRows * ins * taps;
+}
+
+template <class T>
+void pack_flat_weights(const Conv2dParams& p, const Geometry& g, const T* weight, bool backward, float* packed) {
+  const std::int64_t outs = backward ? g.Cg : g.Og, ins = backward ? g.Og : g.Cg;
+  for (std::int64_t gi = 0; gi < g.G; ++gi) {
+    const T* wg = weight + gi * g.Og * g.Cg * g.taps;
+    const auto w = pack_flat_correlate_weights(outs, ins, g.taps, [&](std::int64_t o, std::int64_t c, std::int64_t t) {
+      // forward: output o from input c; backward: input gradient o from output gradient c
+      return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t] : wg[(o * g.Cg + c) * g.taps + t]);
+    });
+    std::copy(w.begin(), w.end(), packed + gi * flat_weights_per_group(outs, ins, g.taps));
+  }
+}
+
+// Samples whose padded planes the weight-gradient kernel takes at once, so that its
+// registers carry over all their positions before being added to the slot's sums: as many
+// as fit in about 1 MiB (the L2 cache), at most 16.
+// The weight-gradient kernel reads the input position-major, [group][position][channel],
+// with each group's channels padded to a multiple of 16 (one aligned vector).
+std::int64_t position_major_channels(const Geometry& g) { return (g.Cg + 15) / 16 * 16; }
+std::int64_t position_major_sample(const Geometry& g) {
+  return g.G * (g.plane + g.slack) * position_major_channels(g);
+}
+
+std::int64_t flat_weight_samples(const Conv2dParams& p, const Geometry& g) {
+  const std::int64_t per_sample =
+      static_cast<std::int64_t>(sizeof(float)) * (position_major_sample(g) + p.O * g.OH * g.Wp);
+  return std::clamp<std::int64_t>((std::int64_t{1} << 20) / per_sample, 1, 16);
+}
+
+// One sample's input, zero-padded and position-major (see position_major_channels).
+template <class T>
+void pad_sample_position_major(const Conv2dParams& p, const Geometry& g, const T* in, float* out) {
+  const std::int64_t Cp = position_major_channels(g), group = (g.plane + g.slack) * Cp;
+  std::fill(out, out + position_major_sample(g), 0.0f);
+  for (std::int64_t gi = 0; gi < g.G; ++gi)
+    for (std::int64_t c = 0; c < g.Cg; ++c)
+      for (std::int64_t h = 0; h < p.H; ++h) {
+        const T* src = in + ((gi * g.Cg + c) * p.H + h) * p.W;
+        float* dst = out + gi * group + ((h + p.pad_h) * g.Wp + p.pad_w) * Cp + c;
+        for (std::int64_t w = 0; w < p.W; ++w) dst[w * Cp] = static_cast<float>(src[w]);
+      }
+}
+
+template <class T>
+bool use_flat_weight_kernel(const Geometry& g) {
+  return use_flat_kernel<T>(g) && g.taps == 9;
+}
+
 struct Plan {
   Layout layout;
+  bool flat = false;
   std::size_t taps = 0, padded = 0, wide = 0, acc = 0, bias = 0;
 };
 
@@ -92,9 +176,19 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
   using A = compute_t<T>;
   const Geometry g(p, sizeof(A));
   Plan plan;
-  if (!weight_grad) plan.taps = plan.layout.add_shared<A>(p.O * g.Cg * g.taps);
-  plan.padded = plan.layout.add_slot<A>(g.padded_elems());
-  plan.wide = plan.layout.add_slot<A>(g.Og * g.tile_rows * g.Wp);
+  plan.flat = weight_grad ? use_flat_weight_kernel<T>(g) : use_flat_kernel<T>(g);
+  const std::int64_t tap_elems =
+      plan.flat ? g.G * std::max(flat_weights_per_group(g.Og, g.Cg, g.taps), flat_weights_per_group(g.Cg, g.Og, g.taps))
+                : p.O * g.Cg * g.taps;
+  if (!weight_grad) plan.taps = plan.layout.add_shared<A>(tap_elems);
+  if (weight_grad && plan.flat) {
+    const std::int64_t chunk = flat_weight_samples(p, g);
+    plan.padded = plan.layout.add_slot<A>(chunk * position_major_sample(g));
+    plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.Wp);
+  } else {
+    plan.padded = plan.layout.add_slot<A>(g.padded_elems());
+    plan.wide = plan.layout.add_slot<A>(plan.flat ? g.Og * g.margined_plane(p) : g.Og * g.tile_rows * g.Wp);
+  }
   if (weight_grad) {
     plan.acc = plan.layout.add_slot<A>(p.O * g.Cg * g.taps);
     plan.bias = plan.layout.add_slot<double>(p.O);
@@ -125,7 +219,13 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
   const Plan plan = plan_for<T>(p, false);
   const Workspace ws(plan.layout, wsp, bytes, shifted_units(p), "conv2d_forward");
   A* taps = ws.shared<A>(plan.taps);
-  split_taps(p, g, weight, taps);
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(g.taps));
+  if (plan.flat) {
+    for (std::int64_t t = 0; t < g.taps; ++t) offsets[t] = g.tap_offset(p, t, 0);
+    pack_flat_weights(p, g, weight, false, reinterpret_cast<float*>(taps));
+  } else {
+    split_taps(p, g, weight, taps);
+  }
   for_slots(p.N, ws.slots(), [&](std::int64_t s, std::int64_t n0, std::int64_t n1) {
     A* padded = ws.slot<A>(s, plan.padded);
     A* wide = ws.slot<A>(s, plan.wide);
@@ -135,7 +235,13 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
         T* out = output + (n * p.O + gi * g.Og) * g.OH * g.OW;
         for (std::int64_t oh0 = 0; oh0 < g.OH; oh0 += g.tile_rows) {
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
-          for (std::int64_t t = 0; t < g.taps; ++t)
+          if constexpr (std::is_same_v<A, float>) {
+            if (plan.flat) {
+              flat_correlate(g.Og, g.Cg, g.taps, offsets.data(), taps + gi * flat_weights_per_group(g.Og, g.Cg, g.taps),
+                             padded + oh0 * g.Wp, g.plane, P, wide, P);
+            }
+          }
+          for (std::int64_t t = 0; t < g.taps && !plan.flat; ++t)
             gemm<A>(false, false, g.Og, P, g.Cg, A(1), taps + (gi * g.taps + t) * g.Og * g.Cg, g.Cg,
                     padded + g.tap_offset(p, t, oh0), g.plane, t == 0 ? A(0) : A(1), wide, P);
           for (std::int64_t o = 0; o < g.Og; ++o) {
@@ -159,29 +265,48 @@ void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T
   const Plan plan = plan_for<T>(p, false);
   const Workspace ws(plan.layout, wsp, bytes, shifted_units(p), "conv2d_backward_input");
   A* taps = ws.shared<A>(plan.taps);
-  split_taps(p, g, weight, taps);
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(g.taps));
+  if (plan.flat) {
+    // The gradient at padded position r gathers tap t's output gradient at r - offset(t).
+    for (std::int64_t t = 0; t < g.taps; ++t) offsets[t] = -g.tap_offset(p, t, 0);
+    pack_flat_weights(p, g, weight, true, reinterpret_cast<float*>(taps));
+  } else {
+    split_taps(p, g, weight, taps);
+  }
   for_slots(p.N, ws.slots(), [&](std::int64_t s, std::int64_t n0, std::int64_t n1) {
     A* padded = ws.slot<A>(s, plan.padded);  // the gradient of the padded input
     A* wide = ws.slot<A>(s, plan.wide);
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
+        if constexpr (std::is_same_v<A, float>) {
+          if (plan.flat) {
+            // Output gradient planes with zero margins, then the padded input's rows that
+            // hold real input computed in one pass of the kernel.
+            const T* gout = grad_output + (n * p.O + gi * g.Og) * g.OH * g.OW;
+            const std::int64_t front = g.front(p), L = g.margined_plane(p);
+            for (std::int64_t o = 0; o < g.Og; ++o) {
+              A* plane = wide + o * L;
+              std::fill(plane, plane + front, A(0));
+              widen_rows(g, gout + o * g.OH * g.OW, 0, g.OH, plane + front, 1);
+              std::fill(plane + front + g.OH * g.Wp, plane + L, A(0));
+            }
+            flat_correlate(g.Cg, g.Og, g.taps, offsets.data(), taps + gi * flat_weights_per_group(g.Cg, g.Og, g.taps),
+                           wide + front + p.pad_h * g.Wp, L, p.H * g.Wp, padded + p.pad_h * g.Wp, g.plane);
+            copy_interior(p, g, padded, grad_input + (n * p.C + gi * g.Cg) * p.H * p.W);
+            continue;
+          }
+        }
         std::fill(padded, padded + g.padded_elems(), A(0));
         const T* gout = grad_output + (n * p.O + gi * g.Og) * g.OH * g.OW;
         for (std::int64_t oh0 = 0; oh0 < g.OH; oh0 += g.tile_rows) {
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
-          widen_rows(g, gout, oh0, oh1, wide);
+          widen_rows(g, gout, oh0, oh1, wide, g.Og);
           // Each tap scatters W_t^T g back to the positions it read: C is the shifted view.
           for (std::int64_t t = 0; t < g.taps; ++t)
             gemm<A>(true, false, g.Cg, P, g.Og, A(1), taps + (gi * g.taps + t) * g.Og * g.Cg, g.Cg,
                     wide, P, A(1), padded + g.tap_offset(p, t, oh0), g.plane);
         }
-        T* gin = grad_input + (n * p.C + gi * g.Cg) * p.H * p.W;
-        for (std::int64_t c = 0; c < g.Cg; ++c)
-          for (std::int64_t h = 0; h < p.H; ++h) {
-            const A* src = padded + c * g.plane + (h + p.pad_h) * g.Wp + p.pad_w;
-            T* dst = gin + (c * p.H + h) * p.W;
-            for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<T>(src[w]);
-          }
+        copy_interior(p, g, padded, grad_input + (n * p.C + gi * g.Cg) * p.H * p.W);
       }
   });
 }
@@ -201,13 +326,38 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
     double* bacc = ws.slot<double>(s, plan.bias);
     std::fill(acc, acc + weight_elems, A(0));
     std::fill(bacc, bacc + p.O, 0.0);
+    if constexpr (std::is_same_v<A, float>) {
+      if (plan.flat) {
+        // Chunks of samples: all their padded planes and padded-width gradients, then the
+        // kernel per group, summing into acc laid out as grad_weight ([O][Cg][kH][kW]).
+        std::vector<std::int64_t> offsets(9);
+        for (std::int64_t t = 0; t < 9; ++t) offsets[t] = g.tap_offset(p, t, 0);
+        const std::int64_t in_sample = position_major_sample(g), out_sample = p.O * g.OH * g.Wp, P = g.OH * g.Wp;
+        const std::int64_t Cp = position_major_channels(g), in_group = (g.plane + g.slack) * Cp;
+        const std::int64_t chunk = flat_weight_samples(p, g);
+        for (std::int64_t c0 = n0; c0 < n1; c0 += chunk) {
+          const std::int64_t count = std::min(chunk, n1 - c0);
+          for (std::int64_t k = 0; k < count; ++k) {
+            const std::int64_t n = c0 + k;
+            pad_sample_position_major(p, g, input + n * p.C * p.H * p.W, padded + k * in_sample);
+            widen_rows(g, grad_output + n * p.O * g.OH * g.OW, 0, g.OH, wide + k * out_sample, p.O);
+            if (grad_bias)
+              for (std::int64_t o = 0; o < p.O; ++o) bacc[o] += run_sum(wide + k * out_sample + o * P, P);
+          }
+          for (std::int64_t gi = 0; gi < g.G; ++gi)
+            flat_correlate_weight_grad(g.Og, g.Cg, offsets.data(), wide + gi * g.Og * P, P, out_sample,
+                                       padded + gi * in_group, Cp, in_sample, count, P, acc + gi * g.Og * g.Cg * 9);
+        }
+        return;
+      }
+    }
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
         pad_sample(p, g, input + (n * p.C + gi * g.Cg) * p.H * p.W, padded);
         const T* gout = grad_output + (n * p.O + gi * g.Og) * g.OH * g.OW;
         for (std::int64_t oh0 = 0; oh0 < g.OH; oh0 += g.tile_rows) {
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
-          widen_rows(g, gout, oh0, oh1, wide);
+          widen_rows(g, gout, oh0, oh1, wide, g.Og);
           for (std::int64_t t = 0; t < g.taps; ++t)
             gemm<A>(false, true, g.Og, g.Cg, P, A(1), wide, P, padded + g.tap_offset(p, t, oh0), g.plane,
                     A(1), acc + (gi * g.taps + t) * g.Og * g.Cg, g.Cg);
@@ -221,7 +371,7 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
     for (std::int64_t i = i0; i < i1; ++i) {
       const std::int64_t t = i % g.taps, c = (i / g.taps) % g.Cg, o_all = i / (g.taps * g.Cg);
       const std::int64_t gi = o_all / g.Og, o = o_all % g.Og;
-      const std::int64_t from = ((gi * g.taps + t) * g.Og + o) * g.Cg + c;
+      const std::int64_t from = plan.flat ? i : ((gi * g.taps + t) * g.Og + o) * g.Cg + c;
       A sum = 0;
       for (std::int64_t sl = 0; sl < ws.slots(); ++sl) sum += ws.slot<const A>(sl, plan.acc)[from];
       grad_weight[i] = static_cast<T>(sum);

@@ -178,6 +178,8 @@ const Case kCases[] = {
      ConvPath::kIm2col},
     {"shifted taps: 3x3 pad 1, 8 channels", make(3, 8, 7, 9, 5, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
     {"shifted taps: 64 channels, 28x28", make(2, 64, 28, 28, 3, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
+    {"shifted taps: 6 samples (weight gradient in chunks), 20 -> 13 channels",
+     make(6, 20, 9, 11, 13, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
     {"shifted taps: wide input split into row tiles", make(1, 64, 12, 300, 3, 3, 3, 1, 1, 1, 1),
      ConvPath::kShifted},
     {"shifted taps: 5x3 kernel, dilation 2x1, pad 2x1", make(2, 8, 9, 8, 4, 5, 3, 1, 1, 2, 1, 2, 1),
