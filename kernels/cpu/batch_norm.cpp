@@ -111,26 +111,32 @@ void block_grad_sums(const T* gy, const T* x, const Shape& s, std::int64_t ch0, 
       }
     return;
   }
+  // Runs of up to kRun elements are summed in the compute type (float for float: vector
+  // registers, no conversions; the simd reduction lets the compiler split each sum into
+  // lanes), each run's sums then added in double, so no float sum holds more than kRun terms.
+  using C = compute_t<T>;
+  constexpr std::int64_t kRun = 1024;
   for (int j = 0; j < w; ++j) {
-    double lg[kLanes] = {}, lgx[kLanes] = {};
     double tg = 0, tgx = 0;
+    const C m = static_cast<C>(mean[j]);
     for (std::int64_t i = 0; i < s.n; ++i) {
       const T* g = gy + s.offset(i, ch0 + j);
       const T* v = x + s.offset(i, ch0 + j);
-      std::int64_t e = 0;
-      for (; e + kLanes <= s.hw; e += kLanes)
-        for (int k = 0; k < kLanes; ++k) {
-          const double gk = to_double(g[e + k]);
-          lg[k] += gk;
-          lgx[k] += gk * (to_double(v[e + k]) - mean[j]);
+      for (std::int64_t r0 = 0; r0 < s.hw; r0 += kRun) {
+        const std::int64_t r1 = std::min(s.hw, r0 + kRun);
+        C sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+        for (std::int64_t e = r0; e < r1; ++e) {
+          const C gk = static_cast<C>(g[e]);
+          sg += gk;
+          sgx += gk * (static_cast<C>(v[e]) - m);
         }
-      for (; e < s.hw; ++e) {
-        tg += to_double(g[e]);
-        tgx += to_double(g[e]) * (to_double(v[e]) - mean[j]);
+        tg += static_cast<double>(sg);
+        tgx += static_cast<double>(sgx);
       }
     }
-    sum_gy[j] = detail::fold_lanes(lg) + tg;
-    sum_gyx[j] = detail::fold_lanes(lgx) + tgx;
+    sum_gy[j] = tg;
+    sum_gyx[j] = tgx;
   }
 }
 
