@@ -367,6 +367,27 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   auto last = [](std::int64_t i, std::int64_t in, std::int64_t out) {
     return std::min(out, ((i + 1) * out + in - 1) / in);
   };
+  if (p.H % OH == 0 && p.W % OW == 0) {
+    // The windows tile the input (global average pooling among them): each input element
+    // gets its one window's gradient share, written row by row.
+    const std::int64_t kh = p.H / OH, kw = p.W / OW, W = p.W;
+    const A area = static_cast<A>(kh * kw);
+    parallel_for(0, p.N * p.C, plane_grain(HW), [=](std::int64_t u0, std::int64_t u1) {
+      for (std::int64_t u = u0; u < u1; ++u) {
+        const T* gout = grad_output + u * OH * OW;
+        T* gin = grad_input + u * HW;
+        for (std::int64_t h = 0; h < OH * kh; ++h) {
+          const T* g = gout + (h / kh) * OW;
+          T* row = gin + h * W;
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
+            const T share = static_cast<T>(static_cast<A>(g[ow]) / area);
+            std::fill(row + ow * kw, row + (ow + 1) * kw, share);
+          }
+        }
+      }
+    });
+    return;
+  }
   parallel_for(0, p.N * p.C, plane_grain(HW), [&](std::int64_t u0, std::int64_t u1) {
     for (std::int64_t u = u0; u < u1; ++u) {
       const T* gout = grad_output + u * OH * OW;
