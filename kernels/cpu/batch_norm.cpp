@@ -45,6 +45,42 @@ void for_each_block(const Shape& s, const F& fn) {
                });
 }
 
+// Runs of up to kRun elements are summed in the compute type (float for float: vector
+// registers, no conversions; a simd reduction lets the compiler split each sum into lanes),
+// and the runs' sums added in double: no float sum holds more than kRun terms.
+constexpr std::int64_t kRun = 1024;
+
+// Two-pass moments of one contiguous plane, read from cache the second time.
+template <class T>
+Moments plane_moments(const T* x, std::int64_t n) {
+  using C = compute_t<T>;
+  double sum = 0;
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t r1 = std::min(n, r0 + kRun);
+    C run = 0;
+#pragma omp simd reduction(+ : run)
+    for (std::int64_t e = r0; e < r1; ++e) run += static_cast<C>(x[e]);
+    sum += static_cast<double>(run);
+  }
+  const double mean = sum / static_cast<double>(n);
+  const C m = static_cast<C>(mean);
+  double m2 = 0;
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t r1 = std::min(n, r0 + kRun);
+    C run = 0;
+#pragma omp simd reduction(+ : run)
+    for (std::int64_t e = r0; e < r1; ++e) {
+      const C d = static_cast<C>(x[e]) - m;
+      run += d * d;
+    }
+    m2 += static_cast<double>(run);
+  }
+  // The deviations were taken from the rounded mean: correct m2 to the exact one.
+  const double shift = mean - static_cast<double>(m);
+  m2 -= static_cast<double>(n) * shift * shift;
+  return Moments{static_cast<double>(n), mean, std::max(0.0, m2)};
+}
+
 template <class T>
 void block_moments(const T* x, const Shape& s, std::int64_t ch0, int w, Moments* m) {
   if (s.hw == 1) {
@@ -63,7 +99,7 @@ void block_moments(const T* x, const Shape& s, std::int64_t ch0, int w, Moments*
   for (int j = 0; j < w; ++j) {
     m[j] = Moments{};
     for (std::int64_t i = 0; i < s.n; ++i)
-      m[j].merge(detail::run_moments(x + s.offset(i, ch0 + j), s.hw, 1));
+      m[j].merge(plane_moments(x + s.offset(i, ch0 + j), s.hw));
   }
 }
 
@@ -111,11 +147,8 @@ void block_grad_sums(const T* gy, const T* x, const Shape& s, std::int64_t ch0, 
       }
     return;
   }
-  // Runs of up to kRun elements are summed in the compute type (float for float: vector
-  // registers, no conversions; the simd reduction lets the compiler split each sum into
-  // lanes), each run's sums then added in double, so no float sum holds more than kRun terms.
+  // Float runs added in double, as in plane_moments.
   using C = compute_t<T>;
-  constexpr std::int64_t kRun = 1024;
   for (int j = 0; j < w; ++j) {
     double tg = 0, tgx = 0;
     const C m = static_cast<C>(mean[j]);
