@@ -107,6 +107,7 @@ std::size_t conv2d_forward_workspace_bytes(const Conv2dParams& p, int threads) {
     case ConvPath::kDepthwise:
       return depthwise_forward_layout<T>(p).bytes(slot_count(depthwise_plane_units(p), threads));
     case ConvPath::kPointwise:
+      if constexpr (kNative<T>) return pointwise_forward_layout<T>(p).bytes(1);
       return 0;
     case ConvPath::kShifted:
       return shifted_forward_layout<T>(p).bytes(slot_count(shifted_units(p), threads));
@@ -162,7 +163,8 @@ void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, cons
     case ConvPath::kDepthwise:
       return depthwise_forward(p, input, weight, bias, output, workspace, workspace_bytes);
     case ConvPath::kPointwise:
-      if constexpr (kNative<T>) return pointwise_forward(p, input, weight, bias, output);
+      if constexpr (kNative<T>)
+        return pointwise_forward(p, input, weight, bias, output, workspace, workspace_bytes);
       break;
     case ConvPath::kShifted:
       return shifted_forward(p, input, weight, bias, output, workspace, workspace_bytes);
@@ -181,7 +183,8 @@ void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T*
       return depthwise_backward_input(p, grad_output, weight, grad_input, workspace,
                                       workspace_bytes);
     case ConvPath::kPointwise:
-      if constexpr (kNative<T>) return pointwise_backward_input(p, grad_output, weight, grad_input);
+      if constexpr (kNative<T>)
+        return pointwise_backward_input(p, grad_output, weight, grad_input);
       break;
     case ConvPath::kShifted:
       return shifted_backward_input(p, grad_output, weight, grad_input, workspace, workspace_bytes);

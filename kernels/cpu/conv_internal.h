@@ -133,8 +133,10 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
 template <class T>
 Layout pointwise_backward_weight_layout(const Conv2dParams& p);
 template <class T>
+Layout pointwise_forward_layout(const Conv2dParams& p);
+template <class T>
 void pointwise_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
-                       T* output);
+                       T* output, void* ws, std::size_t bytes);
 template <class T>
 void pointwise_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
                               T* grad_input);

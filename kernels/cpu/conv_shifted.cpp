@@ -114,7 +114,7 @@ bool use_flat_kernel(const Geometry& g) {
 // The weights of every group packed for the kernel, forward (outputs Og from inputs Cg) or
 // backward (outputs Cg from inputs Og, the same weights read transposed).
 std::int64_t flat_weights_per_group(std::int64_t outs, std::int64_t ins, std::int64_t taps) {
-  return (outs + kFlatCorrelateRows - 1) / kFlatCorrelateRows * kFlatCorrelateRows * ins * taps;
+  return flat_correlate_packed_size(outs, ins, taps);
 }
 
 template <class T>
@@ -122,11 +122,13 @@ void pack_flat_weights(const Conv2dParams& p, const Geometry& g, const T* weight
   const std::int64_t outs = backward ? g.Cg : g.Og, ins = backward ? g.Og : g.Cg;
   for (std::int64_t gi = 0; gi < g.G; ++gi) {
     const T* wg = weight + gi * g.Og * g.Cg * g.taps;
-    const auto w = pack_flat_correlate_weights(outs, ins, g.taps, [&](std::int64_t o, std::int64_t c, std::int64_t t) {
-      // forward: output o from input c; backward: input gradient o from output gradient c
-      return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t] : wg[(o * g.Cg + c) * g.taps + t]);
-    });
-    std::copy(w.begin(), w.end(), packed + gi * flat_weights_per_group(outs, ins, g.taps));
+    pack_flat_correlate_weights(
+        outs, ins, g.taps,
+        [&](std::int64_t o, std::int64_t c, std::int64_t t) {
+          // forward: output o from input c; backward: input gradient o from output gradient c
+          return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t] : wg[(o * g.Cg + c) * g.taps + t]);
+        },
+        packed + gi * flat_weights_per_group(outs, ins, g.taps));
   }
 }
 

@@ -6,8 +6,8 @@
 // multiply-adds, where a GEMM per tap would store and reload them after every tap.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <vector>
 
 namespace frugal::kernels::cpu {
 
@@ -18,18 +18,19 @@ bool flat_correlate_available();
 inline constexpr std::int64_t kFlatCorrelateRows = 12;
 
 // Weights in the kernel's order: blocks of kFlatCorrelateRows output channels (the last one
-// zero-filled), then [c][t][row]. weight(o, c, t) gives the weight of output o, input c, tap t.
+// zero-filled), then [c][t][row]; flat_correlate_packed_size floats.
+inline std::int64_t flat_correlate_packed_size(std::int64_t O, std::int64_t C, std::int64_t taps) {
+  return (O + kFlatCorrelateRows - 1) / kFlatCorrelateRows * kFlatCorrelateRows * C * taps;
+}
+// weight(o, c, t) gives the weight of output o, input c, tap t.
 template <class F>
-std::vector<float> pack_flat_correlate_weights(std::int64_t O, std::int64_t C, std::int64_t taps, F weight) {
-  const std::int64_t blocks = (O + kFlatCorrelateRows - 1) / kFlatCorrelateRows;
-  std::vector<float> packed(static_cast<std::size_t>(blocks * C * taps * kFlatCorrelateRows), 0.0f);
+void pack_flat_correlate_weights(std::int64_t O, std::int64_t C, std::int64_t taps, F weight, float* packed) {
+  std::fill(packed, packed + flat_correlate_packed_size(O, C, taps), 0.0f);
   for (std::int64_t o = 0; o < O; ++o)
     for (std::int64_t c = 0; c < C; ++c)
       for (std::int64_t t = 0; t < taps; ++t)
-        packed[static_cast<std::size_t>(
-            (((o / kFlatCorrelateRows) * C + c) * taps + t) * kFlatCorrelateRows + o % kFlatCorrelateRows)] =
+        packed[(((o / kFlatCorrelateRows) * C + c) * taps + t) * kFlatCorrelateRows + o % kFlatCorrelateRows] =
             weight(o, c, t);
-  return packed;
 }
 
 // out rows are out_stride apart, input channels in_stride apart; offsets may be negative as

@@ -185,6 +185,7 @@ const Pool2dParams kMaxCases[] = {
     make(2, 3, 8, 8, 2, 2, 2, 2),                       // the usual 2x2/2
     make(2, 3, 28, 28, 2, 2, 2, 2),                     // a CNN's size
     make(2, 3, 9, 7, 2, 2, 2, 2),                       // 2x2/2 on odd sizes (last row, column unused)
+    make(1, 2, 6, 71, 2, 2, 2, 2),                      // rows of 35 outputs: 16 + 16 + 3
     make(2, 2, 9, 7, 3, 3, 2, 2, 1, 1),                 // overlapping windows, padding
     make(1, 2, 10, 11, 3, 2, 1, 2, 1, 1, 2, 2),         // dilation, non-square
     make(1, 2, 7, 8, 3, 3, 2, 2, 1, 0, 1, 1, true),     // ceil_mode
