@@ -3,7 +3,12 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS frugal frugal_options frugal_common frugal_allocator frugal_kernels_cpu frugal_engine frugal_nn frugal_data
+set(frugal_installed_targets frugal frugal_options frugal_common frugal_allocator frugal_kernels_cpu
+    frugal_engine frugal_nn frugal_data)
+if(FRUGAL_WITH_CUDA)
+  list(APPEND frugal_installed_targets frugal_kernels_cuda)
+endif()
+install(TARGETS ${frugal_installed_targets}
         EXPORT frugalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

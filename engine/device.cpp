@@ -5,6 +5,10 @@
 #include "allocator/default_allocators.h"
 #include "common/error.h"
 
+#if FRUGAL_WITH_CUDA
+#include "kernels/cuda/stream.h"
+#endif
+
 namespace frugal {
 
 Device::Device(const std::string& text) : Device() {
@@ -32,15 +36,37 @@ std::string Device::str() const {
   return index_ < 0 ? "cuda" : "cuda:" + std::to_string(index_);
 }
 
+int current_cuda_device() {
+#if FRUGAL_WITH_CUDA
+  return kernels::cuda::current_device();
+#else
+  return 0;
+#endif
+}
+
+std::uint64_t current_cuda_stream() {
+#if FRUGAL_WITH_CUDA
+  return kernels::cuda::current_stream();
+#else
+  return 0;
+#endif
+}
+
+Device resolve_device(Device device) {
+  if (device.is_cuda() && device.index() < 0) return Device(kCUDA, current_cuda_device());
+  return device;
+}
+
 alloc::CachingAllocator& allocator_for(Device device, const char* op) {
   if (device.is_cpu()) return alloc::cpu_allocator();
   if (!cuda::is_built()) {
     throw Error(std::string(op) + ": device " + device.str() + " is not available: frugal was built without CUDA");
   }
-  // The CUDA allocator exists (alloc::cuda_allocator), the CUDA kernels do not yet: a tensor
-  // there could not be computed with.
-  throw Error(std::string(op) + ": tensors on " + device.str() +
-              " are not supported yet: this build has frugal's CUDA allocator but not its CUDA kernels");
+  if (!cuda::is_available()) {
+    throw Error(std::string(op) + ": device " + device.str() + " is not available: no usable CUDA device (" +
+                cuda::unavailable_reason() + ")");
+  }
+  return alloc::cuda_allocator(device.index() < 0 ? current_cuda_device() : device.index());
 }
 
 }  // namespace frugal

@@ -71,8 +71,9 @@ void print_block(std::ostream& out, const Tensor& t, std::int64_t dim, std::int6
 
 }  // namespace
 
-std::ostream& operator<<(std::ostream& out, const Tensor& t) {
-  if (!t.defined()) return out << "[ Tensor (undefined) ]";
+std::ostream& operator<<(std::ostream& out, const Tensor& t_) {
+  if (!t_.defined()) return out << "[ Tensor (undefined) ]";
+  const Tensor t = t_.is_cpu() ? t_ : t_.detach().cpu();  // values are read on the host
   std::ostringstream s;
   const bool summarise = t.numel() > kSummariseAbove;
   if (t.dim() == 0) {
@@ -83,10 +84,10 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
     if (t.dim() == 1) print_row(s, t, 0, summarise);
     else print_block(s, t, 0, 0, "", summarise);
   }
-  s << "[ " << t.toString() << '{';
+  s << "[ " << t_.toString() << '{';
   for (std::int64_t d = 0; d < t.dim(); ++d) s << (d ? "," : "") << t.sizes()[static_cast<std::size_t>(d)];
   s << "} ]";
-  if (t.requires_grad() && t.grad_fn()) s << " grad_fn=<" << t.grad_fn()->name() << '>';
+  if (t_.requires_grad() && t_.grad_fn()) s << " grad_fn=<" << t_.grad_fn()->name() << '>';
   return out << s.str();
 }
 

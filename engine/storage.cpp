@@ -4,8 +4,21 @@
 namespace frugal {
 
 StorageImpl::StorageImpl(std::size_t nbytes, Device device)
-    : allocator_(&allocator_for(device)), nbytes_(nbytes), device_(device) {
+    : allocator_(&allocator_for(device)), nbytes_(nbytes), device_(resolve_device(device)) {
+  // A CUDA block belongs to the stream its first kernels are queued on: this thread's current
+  // one. Freed, it is reusable there at once (the stream runs in order).
+  allocation_ = allocator_->allocate(nbytes, device_.is_cuda() ? current_cuda_stream() : 0);
+}
+
+StorageImpl::StorageImpl(std::size_t nbytes, alloc::CachingAllocator& host_allocator, bool pinned)
+    : allocator_(&host_allocator), nbytes_(nbytes), device_(kCPU), pinned_(pinned) {
   allocation_ = allocator_->allocate(nbytes);
+}
+
+void StorageImpl::record_stream(std::uint64_t stream) {
+  // Pinned host blocks are read by copies on CUDA streams too: their allocator defers reuse
+  // until the events recorded for those streams complete.
+  if (allocation_ && (device_.is_cuda() || pinned_)) allocator_->record_stream(allocation_, stream);
 }
 
 StorageImpl::~StorageImpl() {

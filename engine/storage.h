@@ -16,6 +16,8 @@ class StorageImpl {
  public:
   // Throws alloc::OutOfMemoryError when the device cannot provide `nbytes`.
   StorageImpl(std::size_t nbytes, Device device);
+  // Host memory from `allocator` (the pinned allocator, for pin_memory()).
+  StorageImpl(std::size_t nbytes, alloc::CachingAllocator& host_allocator, bool pinned);
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -24,7 +26,13 @@ class StorageImpl {
   std::size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   std::uint32_t version() const { return version_; }
+  bool is_pinned() const { return pinned_; }
   void bump_version() { ++version_; }
+
+  // Marks the block as used by work queued on CUDA stream `stream` (not the one it was
+  // allocated on), so that once freed it is reused only after that work is done. A no-op on
+  // the CPU.
+  void record_stream(std::uint64_t stream);
 
  private:
   alloc::CachingAllocator* allocator_;
@@ -32,6 +40,7 @@ class StorageImpl {
   std::size_t nbytes_;
   Device device_;
   std::uint32_t version_ = 0;
+  bool pinned_ = false;
 };
 
 }  // namespace frugal

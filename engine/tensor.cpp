@@ -39,6 +39,7 @@ T Tensor::item() const {
   FRUGAL_CHECK(defined(), "item: the tensor is undefined");
   FRUGAL_CHECK(numel() == 1, "item: a tensor with " + std::to_string(numel()) +
                                  " elements cannot be converted to a scalar");
+  if (!is_cpu()) return cpu().item<T>();  // waits for the kernels that compute it
   return dispatch_all(dtype(), "item", [&]<class S>() {
     const S v = *static_cast<const S*>(data_ptr());
     if constexpr (std::is_same_v<T, S>) return v;

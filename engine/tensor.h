@@ -61,6 +61,9 @@ class Tensor {
   ScalarType scalar_type() const { return impl_->dtype(); }
   Device device() const { return impl_->storage()->device(); }
   bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  // A CPU tensor in page-locked memory from the pinned allocator (see pin_memory()).
+  bool is_pinned() const { return impl_->storage()->is_pinned(); }
   std::size_t element_size() const { return frugal::element_size(dtype()); }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
   std::int64_t storage_offset() const { return impl_->storage_offset(); }
@@ -126,8 +129,19 @@ class Tensor {
   // --- Copies and conversions (engine/ops/copy.h) ---
   Tensor clone() const;
   Tensor to(ScalarType dtype) const;  // this tensor itself when already of that dtype
-  Tensor to(Device device) const;
+  // To another device; this tensor itself when already there. non_blocking: a copy between
+  // pinned host memory and a CUDA device is queued on the device's copy stream and returns at
+  // once (the current stream waits for it; both blocks are record_stream'ed so neither is
+  // reused before the copy is done). Otherwise the copy is complete on return.
+  Tensor to(Device device, bool non_blocking = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda(bool non_blocking = false) const { return to(Device(kCUDA), non_blocking); }
+  // A copy in pinned (page-locked) host memory, for non_blocking copies to a device; this
+  // tensor itself when already pinned. CPU tensors only.
+  Tensor pin_memory() const;
+  // Marks this tensor's storage as in use by work queued on CUDA stream `stream`: freed, its
+  // block is reused only once that work has finished (a no-op on the CPU).
+  void record_stream(std::uint64_t stream) const { impl_->storage()->record_stream(stream); }
   Tensor& copy_(const Tensor& src);
   Tensor& zero_();
   Tensor& fill_(Scalar value);

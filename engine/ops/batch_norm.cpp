@@ -8,7 +8,7 @@
 #include "engine/dispatch.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/batch_norm.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -22,13 +22,15 @@ ScalarType param_dtype(ScalarType input) {
   return input == kFloat16 || input == kBFloat16 ? kFloat32 : input;
 }
 
-void check_param(const Tensor& t, const char* what, std::int64_t channels, ScalarType dtype) {
+void check_param(const Tensor& t, const char* what, std::int64_t channels, ScalarType dtype,
+                 Device device) {
   if (!t.defined()) return;
   FRUGAL_CHECK(t.dim() == 1 && t.size(0) == channels && t.dtype() == dtype && t.is_contiguous() &&
-                   t.is_cpu(),
+                   t.device() == device,
                std::string("batch_norm: ") + what + " must be a contiguous " + dtype_name(dtype) +
-                   " vector of " + std::to_string(channels) + " values, got " +
-                   dtype_name(t.dtype()) + " " + shape_string(t.sizes()));
+                   " vector of " + std::to_string(channels) + " values on " + device.str() +
+                   ", got " + dtype_name(t.dtype()) + " " + shape_string(t.sizes()) + " on " +
+                   t.device().str());
 }
 
 }  // namespace
@@ -45,23 +47,24 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                    std::to_string(eps) + ", momentum=" + std::to_string(momentum));
   const std::int64_t n = input_.size(0), c = input_.size(1), hw = input_.numel() / std::max<std::int64_t>(n * c, 1);
   const ScalarType pdt = param_dtype(input_.dtype());
-  check_param(weight, "weight", c, pdt);
-  check_param(bias, "bias", c, pdt);
-  check_param(running_mean, "running_mean", c, pdt);
-  check_param(running_var, "running_var", c, pdt);
+  check_param(weight, "weight", c, pdt, input_.device());
+  check_param(bias, "bias", c, pdt, input_.device());
+  check_param(running_mean, "running_mean", c, pdt, input_.device());
+  check_param(running_var, "running_var", c, pdt, input_.device());
   FRUGAL_CHECK(running_mean.defined() == running_var.defined(),
                "batch_norm: pass both running_mean and running_var, or neither");
   FRUGAL_CHECK(training || running_mean.defined(),
                "batch_norm: evaluation needs running_mean and running_var (or use training=true)");
   const Tensor input = input_.contiguous();
-  Tensor out = empty(input.sizes(), input.dtype());
+  Tensor out = empty(input.sizes(), input.options());
   const bool records = autograd::needs_grad(input_, weight, bias);
 
   if (training) {
-    Tensor save_mean = empty({c}, pdt), save_invstd = empty({c}, pdt);
+    Tensor save_mean = empty({c}, input.options().dtype(pdt)),
+           save_invstd = empty({c}, input.options().dtype(pdt));
     dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
       using P = compute_t<T>;
-      cpu::batch_norm_forward_train<T>(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+      FRUGAL_KERNEL(input.device(), batch_norm_forward_train<T>)(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
                                        data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw,
                                        momentum, eps, out.data_ptr<T>(), save_mean.data_ptr<P>(),
                                        save_invstd.data_ptr<P>(), relu);
@@ -80,12 +83,12 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                          const Tensor& x = sx.unpack();
                          const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
                          const ScalarType pd = save_mean.dtype();
-                         if (gi.needs(0)) gi[0] = empty(x.sizes(), x.dtype());
-                         if (gi.needs(1)) gi[1] = empty({c}, pd);
-                         if (gi.needs(2)) gi[2] = empty({c}, pd);
+                         if (gi.needs(0)) gi[0] = empty(x.sizes(), x.options());
+                         if (gi.needs(1)) gi[1] = empty({c}, x.options().dtype(pd));
+                         if (gi.needs(2)) gi[2] = empty({c}, x.options().dtype(pd));
                          dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
                            using P = compute_t<T>;
-                           cpu::batch_norm_backward_train<T>(
+                           FRUGAL_KERNEL(x.device(), batch_norm_backward_train<T>)(
                                gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
                                save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
                                data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
@@ -97,7 +100,7 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
 
   dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
     using P = compute_t<T>;
-    cpu::batch_norm_forward_eval<T>(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+    FRUGAL_KERNEL(input.device(), batch_norm_forward_eval<T>)(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
                                     data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw, eps,
                                     out.data_ptr<T>(), relu);
   });
@@ -112,12 +115,12 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                        // Evaluation-mode backward is rare: the fused ReLU's mask is applied first.
                        const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
                        const ScalarType pd = sm.unpack().dtype();
-                       if (gi.needs(0)) gi[0] = empty(sizes, dtype);
-                       if (gi.needs(1)) gi[1] = empty({c}, pd);
-                       if (gi.needs(2)) gi[2] = empty({c}, pd);
+                       if (gi.needs(0)) gi[0] = empty(sizes, gc.options().dtype(dtype));
+                       if (gi.needs(1)) gi[1] = empty({c}, gc.options().dtype(pd));
+                       if (gi.needs(2)) gi[2] = empty({c}, gc.options().dtype(pd));
                        dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
                          using P = compute_t<T>;
-                         cpu::batch_norm_backward_eval<T>(
+                         FRUGAL_KERNEL(gc.device(), batch_norm_backward_eval<T>)(
                              gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()), data_ptr_or_null<P>(sw.unpack()),
                              sm.unpack().data_ptr<P>(), sv.unpack().data_ptr<P>(), eps, n, c, hw,
                              data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));

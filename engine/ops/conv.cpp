@@ -8,8 +8,7 @@
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/reduce.h"
-#include "kernels/cpu/conv.h"
-#include "kernels/cpu/parallel.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -43,17 +42,18 @@ cpu::Conv2dParams conv_params(const Tensor& input, const Tensor& weight, Int2 st
 }
 
 // Scratch bytes from the caching allocator, held for the duration of one kernel call.
-Tensor workspace(std::size_t bytes) {
-  return empty({static_cast<std::int64_t>(bytes)}, kUInt8);
+Tensor workspace(std::size_t bytes, Device device) {
+  return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(kUInt8).device(device));
 }
 
 Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out, const Tensor& weight) {
-  Tensor grad_input = empty({p.N, p.C, p.H, p.W}, grad_out.dtype());
+  Tensor grad_input = empty({p.N, p.C, p.H, p.W}, grad_out.options());
+  const Device device = grad_out.device();
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
-    const std::size_t bytes = cpu::conv2d_backward_input_workspace_bytes<T>(p, threads);
-    Tensor ws = workspace(bytes);
-    cpu::conv2d_backward_input<T>(p, grad_out.data_ptr<T>(), weight.data_ptr<T>(),
+    const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_input_workspace_bytes<T>)(p, threads);
+    Tensor ws = workspace(bytes, device);
+    FRUGAL_KERNEL(device, conv2d_backward_input<T>)(p, grad_out.data_ptr<T>(), weight.data_ptr<T>(),
                                   grad_input.data_ptr<T>(), ws.data_ptr(), bytes);
   });
   return grad_input;
@@ -61,13 +61,14 @@ Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out, c
 
 void conv_backward_weight(const cpu::Conv2dParams& p, const Tensor& grad_out, const Tensor& input,
                           Tensor* grad_weight, Tensor* grad_bias) {
-  *grad_weight = empty({p.O, p.C / p.groups, p.kH, p.kW}, grad_out.dtype());
-  if (grad_bias) *grad_bias = empty({p.O}, grad_out.dtype());
+  *grad_weight = empty({p.O, p.C / p.groups, p.kH, p.kW}, grad_out.options());
+  if (grad_bias) *grad_bias = empty({p.O}, grad_out.options());
+  const Device device = grad_out.device();
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
-    const std::size_t bytes = cpu::conv2d_backward_weight_workspace_bytes<T>(p, threads);
-    Tensor ws = workspace(bytes);
-    cpu::conv2d_backward_weight<T>(p, grad_out.data_ptr<T>(), input.data_ptr<T>(),
+    const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_weight_workspace_bytes<T>)(p, threads);
+    Tensor ws = workspace(bytes, device);
+    FRUGAL_KERNEL(device, conv2d_backward_weight<T>)(p, grad_out.data_ptr<T>(), input.data_ptr<T>(),
                                    grad_weight->data_ptr<T>(),
                                    grad_bias ? grad_bias->data_ptr<T>() : nullptr, ws.data_ptr(),
                                    bytes);
@@ -80,6 +81,7 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
               Int2 padding, Int2 dilation, std::int64_t groups) {
   const cpu::Conv2dParams p = conv_params(input_, weight_, stride, padding, dilation, groups);
   detail::check_same_device(input_, weight_, "conv2d");
+  if (bias_.defined()) detail::check_same_device(input_, bias_, "conv2d");
   FRUGAL_CHECK(input_.dtype() == weight_.dtype(),
                std::string("conv2d: input is ") + dtype_name(input_.dtype()) + " but weight is " +
                    dtype_name(weight_.dtype()));
@@ -90,11 +92,15 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
                      shape_string(bias_.sizes()));
   const Tensor input = input_.contiguous(), weight = weight_.contiguous();
   const Tensor bias = bias_.defined() ? bias_.contiguous() : Tensor();
-  Tensor out = empty({p.N, p.O, p.out_h(), p.out_w()}, input.dtype());
+  Tensor out = empty({p.N, p.O, p.out_h(), p.out_w()}, input.options());
   dispatch_floating(input.dtype(), "conv2d", [&]<class T>() {
-    const std::size_t bytes = cpu::conv2d_forward_workspace_bytes<T>(p, cpu::get_num_threads());
-    Tensor ws = workspace(bytes);
-    cpu::conv2d_forward<T>(p, input.data_ptr<T>(), weight.data_ptr<T>(),
+    // The workspace comes from the device's caching allocator (so it shows in its stats); on
+    // CUDA its size is that of the algorithm cuDNN chose for this shape.
+    const Device device = input.device();
+    const std::size_t bytes =
+        FRUGAL_KERNEL(device, conv2d_forward_workspace_bytes<T>)(p, cpu::get_num_threads());
+    Tensor ws = workspace(bytes, device);
+    FRUGAL_KERNEL(device, conv2d_forward<T>)(p, input.data_ptr<T>(), weight.data_ptr<T>(),
                            data_ptr_or_null<T>(bias), out.data_ptr<T>(),
                            ws.data_ptr(), bytes);
   });

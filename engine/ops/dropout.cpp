@@ -6,8 +6,7 @@
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/dropout.h"
-#include "kernels/cpu/random.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -18,9 +17,9 @@ namespace {
 
 Tensor apply_mask(const Tensor& x, const Tensor& mask, double scale, const char* op) {
   const Tensor xc = x.contiguous();
-  Tensor out = empty(xc.sizes(), xc.dtype());
+  Tensor out = empty(xc.sizes(), xc.options());
   dispatch_floating(xc.dtype(), op, [&]<class T>() {
-    cpu::masked_scale<T>(xc.data_ptr<T>(), mask.data_ptr<std::uint8_t>(), scale, out.data_ptr<T>(),
+    FRUGAL_KERNEL(xc.device(), masked_scale<T>)(xc.data_ptr<T>(), mask.data_ptr<std::uint8_t>(), scale, out.data_ptr<T>(),
                          xc.numel());
   });
   return out;
@@ -35,9 +34,9 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
   FRUGAL_CHECK(input.is_floating_point(), std::string("dropout: expected a floating-point input, got ") +
                                               dtype_name(input.dtype()));
   Generator& gen = generator ? *generator : default_generator();
-  Tensor mask = empty(input.sizes(), kUInt8);
+  Tensor mask = empty(input.sizes(), input.options().dtype(kUInt8));
   const std::int64_t n = input.numel();
-  cpu::bernoulli(mask.data_ptr<std::uint8_t>(), n, gen.seed(), gen.reserve(cpu::random_blocks(n)), 1.0 - p);
+  FRUGAL_KERNEL(input.device(), bernoulli)(mask.data_ptr<std::uint8_t>(), n, gen.seed(), gen.reserve(cpu::random_blocks(n)), 1.0 - p);
   const double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
   Tensor out = apply_mask(input, mask, scale, "dropout");
   if (autograd::needs_grad(input)) {

@@ -7,6 +7,7 @@
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/iterator.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -165,20 +166,20 @@ namespace {
 Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const char* name) {
   detail::check_same_device(a, b, name);
   const ScalarType dtype = result_type(a, b);
-  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), kBool);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), a.options().dtype(kBool));
   const Tensor ac = detail::cast_for_kernel(a, dtype), bc = detail::cast_for_kernel(b, dtype);
   const auto loop = LoopBuilder(out).input(ac).input(bc).build();
-  dispatch_all(dtype, name, [&]<class T>() { kernels::cpu::compare<T>(op, loop); });
+  dispatch_all(dtype, name, [&]<class T>() { FRUGAL_KERNEL(out.device(), compare<T>)(op, loop); });
   return out;
 }
 
 Tensor compare(CompareOp op, const Tensor& a, Scalar b, const char* name) {
   const ScalarType dtype = result_type(a, b);
-  Tensor out = empty(a.sizes(), kBool);
+  Tensor out = empty(a.sizes(), a.options().dtype(kBool));
   const Tensor ac = detail::cast_for_kernel(a, dtype);
   dispatch_all(dtype, name, [&]<class T>() {
     const T value = b.to<T>();
-    kernels::cpu::compare<T>(op, LoopBuilder(out).input(ac).scalar(&value).build());
+    FRUGAL_KERNEL(out.device(), compare<T>)(op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
   });
   return out;
 }
@@ -206,15 +207,15 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const ScalarType dtype = result_type(a, b);
   const DimVector shape =
       broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
-  Tensor out = empty(shape, dtype);
+  Tensor out = empty(shape, a.options().dtype(dtype));
   const Tensor ac = detail::cast_for_kernel(a, dtype), bc = detail::cast_for_kernel(b, dtype);
   const auto loop = LoopBuilder(out).input(condition).input(ac).input(bc).build();
-  dispatch_all(dtype, "where", [&]<class T>() { kernels::cpu::where<T>(loop); });
+  dispatch_all(dtype, "where", [&]<class T>() { FRUGAL_KERNEL(out.device(), where<T>)(loop); });
   if (autograd::needs_grad(a, b)) {
     autograd::record(out, "where", {a, b},
                      [ta = GradTarget(a), tb = GradTarget(b), sc = save(condition, "where")](
                          const Tensor& g, InputGrads& gi) {
-                       const Tensor zero = zeros({}, g.dtype());
+                       const Tensor zero = zeros({}, g.options());
                        if (gi.needs(0)) gi[0] = ta(where(sc.unpack(), g, zero));
                        if (gi.needs(1)) gi[1] = tb(where(sc.unpack(), zero, g));
                      });

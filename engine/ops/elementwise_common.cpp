@@ -6,6 +6,7 @@
 #include "engine/ops/copy.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/iterator.h"
+#include "engine/ops/kernels.h"
 #include "engine/ops/shape.h"
 
 namespace frugal::detail {
@@ -15,7 +16,7 @@ using kernels::cpu::UnaryOp;
 
 Tensor cast_for_kernel(const Tensor& t, ScalarType dtype) {
   if (t.dtype() == dtype) return t;
-  Tensor out = empty(t.sizes(), dtype);
+  Tensor out = empty(t.sizes(), t.options().dtype(dtype));
   copy_data(out, t);
   return out;
 }
@@ -29,28 +30,32 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
 Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, ScalarType dtype,
                      const char* name, double alpha, double beta) {
   check_same_device(a, b, name);
-  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), dtype);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name), a.options().dtype(dtype));
   const Tensor ac = cast_for_kernel(a, dtype), bc = cast_for_kernel(b, dtype);
   const auto loop = LoopBuilder(out).input(ac).input(bc).build();
-  dispatch_numeric(dtype, name, [&]<class T>() { kernels::cpu::binary<T>(op, loop, alpha, beta); });
+  dispatch_numeric(dtype, name, [&]<class T>() {
+    FRUGAL_KERNEL(out.device(), binary<T>)(op, loop, alpha, beta);
+  });
   return out;
 }
 
 Tensor binary_scalar_kernel(BinaryOp op, const Tensor& a, Scalar s, ScalarType dtype,
                             const char* name) {
-  Tensor out = empty(a.sizes(), dtype);
+  Tensor out = empty(a.sizes(), a.options().dtype(dtype));
   const Tensor ac = cast_for_kernel(a, dtype);
   dispatch_numeric(dtype, name, [&]<class T>() {
     const T value = s.to<T>();
-    kernels::cpu::binary<T>(op, LoopBuilder(out).input(ac).scalar(&value).build());
+    FRUGAL_KERNEL(out.device(), binary<T>)(op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
   });
   return out;
 }
 
 Tensor unary_kernel(UnaryOp op, const Tensor& x, const char* name, double lo, double hi) {
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.options());
   const auto loop = LoopBuilder(out).input(x).build();
-  dispatch_numeric(x.dtype(), name, [&]<class T>() { kernels::cpu::unary<T>(op, loop, lo, hi); });
+  dispatch_numeric(x.dtype(), name, [&]<class T>() {
+    FRUGAL_KERNEL(out.device(), unary<T>)(op, loop, lo, hi);
+  });
   return out;
 }
 
@@ -66,7 +71,9 @@ void binary_kernel_inplace(BinaryOp op, const Tensor& self, const Tensor& other,
                    " cannot be cast to the in-place output's " + dtype_name(self.dtype()));
   const Tensor oc = cast_for_kernel(other, self.dtype());
   const auto loop = LoopBuilder(self).input(self).input(oc).build();
-  dispatch_numeric(self.dtype(), name, [&]<class T>() { kernels::cpu::binary<T>(op, loop, alpha); });
+  dispatch_numeric(self.dtype(), name, [&]<class T>() {
+    FRUGAL_KERNEL(self.device(), binary<T>)(op, loop, alpha);
+  });
 }
 
 void binary_scalar_kernel_inplace(BinaryOp op, const Tensor& self, Scalar s, const char* name) {
@@ -75,7 +82,7 @@ void binary_scalar_kernel_inplace(BinaryOp op, const Tensor& self, Scalar s, con
                    dtype_name(self.dtype()) + " tensor");
   dispatch_numeric(self.dtype(), name, [&]<class T>() {
     const T value = s.to<T>();
-    kernels::cpu::binary<T>(op, LoopBuilder(self).input(self).scalar(&value).build());
+    FRUGAL_KERNEL(self.device(), binary<T>)(op, LoopBuilder(self).input(self).scalar(&value, scalar_type_of<T>()).build());
   });
 }
 

@@ -7,7 +7,8 @@
 #include "common/error.h"
 #include "engine/dispatch.h"
 #include "engine/ops/copy.h"
-#include "kernels/cpu/random.h"
+#include "engine/ops/device_copy.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -59,7 +60,10 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
 
 Tensor zeros(IntArrayRef sizes, TensorOptions options) {
   Tensor t = empty(sizes, options.requires_grad(false));
-  std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
+  if (t.is_cpu())
+    std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bytes are 0 in every dtype
+  else
+    t.zero_();
   return finish(t, options);
 }
 
@@ -77,6 +81,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const double n_real = std::ceil((end.to_double() - start.to_double()) / s);
   FRUGAL_CHECK(std::isfinite(n_real), "arange: the range is not finite");
   const auto n = static_cast<std::int64_t>(std::max(0.0, n_real));
+  if (!options.device_.is_cpu())  // a host loop fills it; then one copy
+    return finish(move_to_device(arange(start, end, step, options.device(kCPU).requires_grad(false)),
+                                 options.device_),
+                  options);
   Tensor t = empty({n}, options.requires_grad(false));
   dispatch_numeric(options.dtype_, "arange", [&]<class T>() {
     T* p = t.data_ptr<T>();
@@ -102,10 +110,10 @@ Tensor& uniform_(Tensor& t, double lo, double hi, Generator* generator) {
   FRUGAL_CHECK(lo <= hi, "uniform_: expects lo <= hi, got lo=" + std::to_string(lo) +
                              " and hi=" + std::to_string(hi));
   Generator& gen = generator ? *generator : default_generator();
-  Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.dtype());
+  Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.options());
   const std::uint64_t offset = gen.reserve(kernels::cpu::random_blocks(t.numel()));
   dispatch_floating(t.dtype(), "uniform_", [&]<class T>() {
-    kernels::cpu::uniform<T>(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, lo, hi);
+    FRUGAL_KERNEL(t.device(), uniform<T>)(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, lo, hi);
   });
   if (!t.is_contiguous()) t.copy_(dense);
   t.impl()->storage()->bump_version();
@@ -115,10 +123,10 @@ Tensor& uniform_(Tensor& t, double lo, double hi, Generator* generator) {
 Tensor& normal_(Tensor& t, double mean, double std, Generator* generator) {
   FRUGAL_CHECK(std >= 0, "normal_: expects std >= 0, got " + std::to_string(std));
   Generator& gen = generator ? *generator : default_generator();
-  Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.dtype());
+  Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.options());
   const std::uint64_t offset = gen.reserve(kernels::cpu::random_blocks(t.numel()));
   dispatch_floating(t.dtype(), "normal_", [&]<class T>() {
-    kernels::cpu::normal<T>(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, mean, std);
+    FRUGAL_KERNEL(t.device(), normal<T>)(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, mean, std);
   });
   if (!t.is_contiguous()) t.copy_(dense);
   t.impl()->storage()->bump_version();
@@ -141,6 +149,8 @@ Tensor randint(std::int64_t low, std::int64_t high, IntArrayRef sizes, TensorOpt
                Generator* generator) {
   FRUGAL_CHECK(low < high, "randint: expects low < high, got low=" + std::to_string(low) +
                                " and high=" + std::to_string(high));
+  if (!options.device_.is_cpu())  // drawn on the host (the same numbers), then one copy
+    return move_to_device(randint(low, high, sizes, options.device(kCPU), generator), options.device_);
   Tensor u = rand(sizes, kFloat64, generator);
   Tensor t = empty(sizes, options.requires_grad(false));
   const double* src = u.data_ptr<double>();

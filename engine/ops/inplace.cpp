@@ -7,6 +7,7 @@
 #include "engine/ops/elementwise.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/iterator.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -87,7 +88,7 @@ Tensor& Tensor::relu_() {
   autograd::check_inplace(*this, "relu_", records);
   const auto loop = LoopBuilder(*this).input(*this).build();
   dispatch_numeric(dtype(), "relu_", [&]<class T>() {
-    kernels::cpu::unary<T>(kernels::cpu::UnaryOp::Relu, loop);
+    FRUGAL_KERNEL(device(), unary<T>)(kernels::cpu::UnaryOp::Relu, loop);
   });
   impl()->storage()->bump_version();
   if (records)  // saved after the bump: the result itself is what backward reads

@@ -2,10 +2,13 @@
 #include "engine/ops/iterator.h"
 
 #include "common/error.h"
+#include "engine/dispatch.h"
+#include "engine/ops/factory.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
-LoopBuilder::LoopBuilder(const Tensor& out) {
+LoopBuilder::LoopBuilder(const Tensor& out) : device_(out.device()) {
   loop_.ndim = static_cast<int>(out.dim());
   loop_.nops = 1;
   loop_.data[0] = static_cast<char*>(out.data_ptr());
@@ -35,7 +38,16 @@ LoopBuilder& LoopBuilder::input(const Tensor& t) {
   return *this;
 }
 
-LoopBuilder& LoopBuilder::scalar(const void* value) {
+LoopBuilder& LoopBuilder::scalar(const void* value, ScalarType dtype) {
+  if (!device_.is_cpu()) {
+    FRUGAL_CHECK(!device_scalar_.defined(), "internal: one device scalar per loop");
+    device_scalar_ = empty({}, TensorOptions(dtype).device(device_));
+    const auto fill_loop = LoopBuilder(device_scalar_).build();
+    dispatch_all(dtype, "scalar operand", [&]<class T>() {
+      FRUGAL_KERNEL(device_, fill<T>)(fill_loop, *static_cast<const T*>(value));
+    });
+    return input(device_scalar_);
+  }
   const int k = loop_.nops++;
   loop_.data[k] = static_cast<char*>(const_cast<void*>(value));
   for (int d = 0; d < loop_.ndim; ++d) loop_.strides[k][d] = 0;

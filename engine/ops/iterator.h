@@ -15,12 +15,18 @@ class LoopBuilder {
   explicit LoopBuilder(const Tensor& out);
   // An input broadcast to the output's shape (its dims align at the right).
   LoopBuilder& input(const Tensor& t);
-  // A single value read for every element (a scalar operand, no tensor needed).
-  LoopBuilder& scalar(const void* value);
+  // A single value of type `dtype` read for every element: on the CPU straight from
+  // `value` (no tensor needed); for a CUDA output from a 0-d tensor on its device, filled by
+  // a kernel that takes the value as an argument (no copy, no wait), which the builder keeps
+  // until it goes away — the kernel is queued by then, and a block freed on its stream is
+  // only reused by work queued after it.
+  LoopBuilder& scalar(const void* value, ScalarType dtype);
   kernels::cpu::StridedLoop build() const;
 
  private:
   kernels::cpu::StridedLoop loop_;
+  Device device_;
+  Tensor device_scalar_;
 };
 
 }  // namespace frugal

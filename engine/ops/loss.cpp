@@ -5,7 +5,8 @@
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/loss.h"
+#include "engine/ops/elementwise_common.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -30,6 +31,8 @@ void check_loss_args(const Tensor& input, const Tensor& target, const LossOption
                std::string(op) + ": expected target [" + std::to_string(input.size(0)) +
                    "] for input " + shape_string(input.sizes()) + ", got shape " +
                    shape_string(target.sizes()));
+  detail::check_same_device(input, target, op);
+  if (o.weight.defined()) detail::check_same_device(input, o.weight, op);
   FRUGAL_CHECK(target.dtype() == kInt64, std::string(op) + ": expected int64 class indices as "
                                              "target, got " + dtype_name(target.dtype()));
   if (o.weight.defined())
@@ -41,7 +44,7 @@ void check_loss_args(const Tensor& input, const Tensor& target, const LossOption
 }
 
 Tensor loss_output(const Tensor& input, Reduction r) {
-  return r == Reduction::None ? empty({input.size(0)}, input.dtype()) : empty({}, input.dtype());
+  return r == Reduction::None ? empty({input.size(0)}, input.options()) : empty({}, input.options());
 }
 
 }  // namespace
@@ -53,9 +56,9 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
   const std::int64_t n = input.size(0), c = input.size(1);
   const cpu::Reduction red = kernel_reduction(o.reduction);
   Tensor out = loss_output(input, o.reduction);
-  Tensor total_weight = empty({}, input.dtype()), row_lse = empty({n}, input.dtype());
+  Tensor total_weight = empty({}, input.options()), row_lse = empty({n}, input.options());
   dispatch_floating(input.dtype(), "cross_entropy", [&]<class T>() {
-    cpu::cross_entropy_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight),
+    FRUGAL_KERNEL(input.device(), cross_entropy_forward<T>)(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight),
                                   n, c, red, o.ignore_index, out.data_ptr<T>(),
                                   total_weight.data_ptr<T>(), nullptr, row_lse.data_ptr<T>());
   });
@@ -65,9 +68,9 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
                       ignore = o.ignore_index, n, c](const Tensor& g, InputGrads& gi) {
                        const Tensor gc = g.contiguous();
                        const Tensor& x = sx.unpack();
-                       Tensor grad = empty(x.sizes(), x.dtype());
+                       Tensor grad = empty(x.sizes(), x.options());
                        dispatch_floating(x.dtype(), "cross_entropy_backward", [&]<class T>() {
-                         cpu::cross_entropy_backward<T>(
+                         FRUGAL_KERNEL(x.device(), cross_entropy_backward<T>)(
                              gc.data_ptr<T>(), x.data_ptr<T>(), row_lse.data_ptr<T>(),
                              target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red, ignore,
                              total_weight.data_ptr<T>(), grad.data_ptr<T>());
@@ -85,9 +88,9 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
   const std::int64_t n = input.size(0), c = input.size(1);
   const cpu::Reduction red = kernel_reduction(o.reduction);
   Tensor out = loss_output(input, o.reduction);
-  Tensor total_weight = empty({}, input.dtype());
+  Tensor total_weight = empty({}, input.options());
   dispatch_floating(input.dtype(), "nll_loss", [&]<class T>() {
-    cpu::nll_loss_forward<T>(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c,
+    FRUGAL_KERNEL(input.device(), nll_loss_forward<T>)(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c,
                              red, o.ignore_index, out.data_ptr<T>(), total_weight.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
@@ -96,9 +99,9 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
                      [target, weight, total_weight, red, ignore = o.ignore_index, n, c,
                       dtype = input.dtype()](const Tensor& g, InputGrads& gi) {
                        const Tensor gc = g.contiguous();
-                       Tensor grad = empty({n, c}, dtype);
+                       Tensor grad = empty({n, c}, gc.options().dtype(dtype));
                        dispatch_floating(dtype, "nll_loss_backward", [&]<class T>() {
-                         cpu::nll_loss_backward<T>(gc.data_ptr<T>(), target.data_ptr<std::int64_t>(),
+                         FRUGAL_KERNEL(gc.device(), nll_loss_backward<T>)(gc.data_ptr<T>(), target.data_ptr<std::int64_t>(),
                                                    data_ptr_or_null<T>(weight), n, c, red, ignore,
                                                    total_weight.data_ptr<T>(), grad.data_ptr<T>());
                        });

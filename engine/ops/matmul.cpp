@@ -10,7 +10,7 @@
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/reduce.h"
-#include "kernels/cpu/gemm.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -70,23 +70,23 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, bool batched
     T* cp = out.data_ptr<T>();
     const std::int64_t ldc = std::max<std::int64_t>(p, 1);
     if (batched)
-      kernels::cpu::gemm_batched<T>(ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld,
+      FRUGAL_KERNEL(out.device(), gemm_batched<T>)(ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld,
                                     ga.batch_stride, bp, gb.ld, gb.batch_stride,
                                     T(static_cast<float>(beta)), cp, ldc, n * p);
     else
-      kernels::cpu::gemm<T>(ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp, gb.ld,
+      FRUGAL_KERNEL(out.device(), gemm<T>)(ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp, gb.ld,
                             T(static_cast<float>(beta)), cp, ldc);
   });
 }
 
 Tensor mm_no_grad(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({a.size(0), b.size(1)}, a.dtype());
+  Tensor out = empty({a.size(0), b.size(1)}, a.options());
   gemm_into(out, a, b, false, 0.0, "mm");
   return out;
 }
 
 Tensor bmm_no_grad(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({std::max(a.size(0), b.size(0)), a.size(1), b.size(2)}, a.dtype());
+  Tensor out = empty({std::max(a.size(0), b.size(0)), a.size(1), b.size(2)}, a.options());
   gemm_into(out, a, b, true, 0.0, "bmm");
   return out;
 }
@@ -188,7 +188,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_matrix_dtypes(x, bias, "linear");
   }
   const Tensor x2 = x.reshape({-1, weight.size(1)});
-  Tensor out = empty({x2.size(0), out_features}, x.dtype());
+  Tensor out = empty({x2.size(0), out_features}, x.options());
   double beta = 0.0;
   if (bias.defined()) {  // out = bias per row, then the GEMM accumulates onto it
     copy_data(out, bias);

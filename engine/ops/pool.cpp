@@ -7,7 +7,7 @@
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/pool.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -42,21 +42,21 @@ Tensor max_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
                   Int2 dilation, bool ceil_mode) {
   const cpu::Pool2dParams p = pool_params(input_, kernel_size, stride, padding, dilation, ceil_mode, false);
   const Tensor input = input_.contiguous();
-  Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.dtype());
+  Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.options());
   // Only a backward needs the argmax, and then only its place inside the window: one byte
   // per output (a quarter of a float32 output; PyTorch keeps eight-byte plane offsets).
   const bool records = autograd::needs_grad(input_);
-  Tensor window_index = records ? empty(out.sizes(), kUInt8) : Tensor();
+  Tensor window_index = records ? empty(out.sizes(), out.options().dtype(kUInt8)) : Tensor();
   dispatch_floating(input.dtype(), "max_pool2d", [&]<class T>() {
-    cpu::max_pool2d_forward_compact<T>(p, input.data_ptr<T>(), out.data_ptr<T>(),
+    FRUGAL_KERNEL(input.device(), max_pool2d_forward_compact<T>)(p, input.data_ptr<T>(), out.data_ptr<T>(),
                                        records ? window_index.data_ptr<std::uint8_t>() : nullptr);
   });
   if (records) {
     autograd::record(out, "max_pool2d", {input_}, [p, window_index](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
-      Tensor grad = empty({p.N, p.C, p.H, p.W}, g.dtype());
+      Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
       dispatch_floating(g.dtype(), "max_pool2d_backward", [&]<class T>() {
-        cpu::max_pool2d_backward_compact<T>(p, gc.data_ptr<T>(), window_index.data_ptr<std::uint8_t>(),
+        FRUGAL_KERNEL(gc.device(), max_pool2d_backward_compact<T>)(p, gc.data_ptr<T>(), window_index.data_ptr<std::uint8_t>(),
                                             grad.data_ptr<T>());
       });
       gi[0] = std::move(grad);
@@ -70,16 +70,16 @@ Tensor avg_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
   cpu::Pool2dParams p = pool_params(input_, kernel_size, stride, padding, {1, 1}, ceil_mode, true);
   p.count_include_pad = count_include_pad;
   const Tensor input = input_.contiguous();
-  Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.dtype());
+  Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.options());
   dispatch_floating(input.dtype(), "avg_pool2d", [&]<class T>() {
-    cpu::avg_pool2d_forward<T>(p, input.data_ptr<T>(), out.data_ptr<T>());
+    FRUGAL_KERNEL(input.device(), avg_pool2d_forward<T>)(p, input.data_ptr<T>(), out.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
     autograd::record(out, "avg_pool2d", {input_}, [p](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
-      Tensor grad = empty({p.N, p.C, p.H, p.W}, g.dtype());
+      Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
       dispatch_floating(g.dtype(), "avg_pool2d_backward", [&]<class T>() {
-        cpu::avg_pool2d_backward<T>(p, gc.data_ptr<T>(), grad.data_ptr<T>());
+        FRUGAL_KERNEL(gc.device(), avg_pool2d_backward<T>)(p, gc.data_ptr<T>(), grad.data_ptr<T>());
       });
       gi[0] = std::move(grad);
     });
@@ -94,16 +94,16 @@ Tensor adaptive_avg_pool2d(const Tensor& input_, Int2 output_size) {
   p.out_h = output_size[0]; p.out_w = output_size[1];
   cpu::validate_adaptive_pool2d(p);
   const Tensor input = input_.contiguous();
-  Tensor out = empty({p.N, p.C, p.out_h, p.out_w}, input.dtype());
+  Tensor out = empty({p.N, p.C, p.out_h, p.out_w}, input.options());
   dispatch_floating(input.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
-    cpu::adaptive_avg_pool2d_forward<T>(p, input.data_ptr<T>(), out.data_ptr<T>());
+    FRUGAL_KERNEL(input.device(), adaptive_avg_pool2d_forward<T>)(p, input.data_ptr<T>(), out.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
     autograd::record(out, "adaptive_avg_pool2d", {input_}, [p](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
-      Tensor grad = empty({p.N, p.C, p.H, p.W}, g.dtype());
+      Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
       dispatch_floating(g.dtype(), "adaptive_avg_pool2d_backward", [&]<class T>() {
-        cpu::adaptive_avg_pool2d_backward<T>(p, gc.data_ptr<T>(), grad.data_ptr<T>());
+        FRUGAL_KERNEL(gc.device(), adaptive_avg_pool2d_backward<T>)(p, gc.data_ptr<T>(), grad.data_ptr<T>());
       });
       gi[0] = std::move(grad);
     });

@@ -4,6 +4,7 @@
 #include "engine/ops/reduce.h"
 
 #include <limits>
+#include <tuple>
 
 #include "common/error.h"
 #include "engine/autograd/record.h"
@@ -11,8 +12,7 @@
 #include "engine/ops/copy.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/reduce.h"
-#include "kernels/cpu/softmax.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal {
 
@@ -79,9 +79,9 @@ struct Unreduce {
 ScalarType sum_dtype(ScalarType t) { return is_integral(t, true) ? kInt64 : t; }
 
 Tensor sum_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
-  Tensor out = empty(reduced_sizes(x, mask, keepdim), sum_dtype(x.dtype()));
+  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options().dtype(sum_dtype(x.dtype())));
   dispatch_all(x.dtype(), "sum", [&]<class T>() {
-    cpu::sum<T>(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<cpu::sum_t<T>>());
+    FRUGAL_KERNEL(x.device(), sum<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<cpu::sum_t<T>>());
   });
   if (autograd::needs_grad(x)) {
     autograd::record(out, "sum", {x}, [u = Unreduce{DimVector(x.sizes()), mask, keepdim}](
@@ -91,9 +91,9 @@ Tensor sum_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
 }
 
 Tensor mean_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
-  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.dtype());
+  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options());
   dispatch_floating(x.dtype(), "mean", [&]<class T>() {
-    cpu::mean<T>(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
+    FRUGAL_KERNEL(x.device(), mean<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
     autograd::record(out, "mean", {x},
@@ -112,11 +112,11 @@ Tensor extreme_all(const Tensor& x, bool is_max) {
   FRUGAL_CHECK(x.numel() > 0, std::string(name) +
                                   "(): expected a non-empty tensor; reduce over a dim instead, or "
                                   "check the input of shape " + shape_string(x.sizes()));
-  Tensor out = empty({}, x.dtype());
+  Tensor out = empty({}, x.options());
   const std::uint32_t mask = reduce_mask(x, {}, name);
   dispatch_all(x.dtype(), name, [&]<class T>() {
-    if (is_max) cpu::amax<T>(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
-    else cpu::amin<T>(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
+    if (is_max) FRUGAL_KERNEL(x.device(), amax<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
+    else FRUGAL_KERNEL(x.device(), amin<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
     autograd::record(out, name, {x}, [sx = save(x, name), so = save(out, name)](
@@ -128,12 +128,22 @@ Tensor extreme_all(const Tensor& x, bool is_max) {
   return out;
 }
 
-// Scatters the gradient of the values of max(x, dim) to the positions of the maxima.
+// Scatters the gradient of the values of max(x, dim) to the positions of the maxima. On a
+// CUDA device as where(position == index, g, 0) along dim, from kernels that exist there.
 Tensor scatter_to_indices(const Tensor& g, const Tensor& indices, IntArrayRef input_sizes, int dim,
                           bool keepdim) {
+  const Tensor gk = keepdim ? g : g.unsqueeze(dim), ik = keepdim ? indices : indices.unsqueeze(dim);
+  if (!g.is_cpu()) {
+    DimVector position_shape(input_sizes.size(), 1);
+    if (!input_sizes.empty()) position_shape[static_cast<std::size_t>(dim)] = input_sizes[static_cast<std::size_t>(dim)];
+    const Tensor positions = arange(0, input_sizes.empty() ? 1 : input_sizes[static_cast<std::size_t>(dim)], 1,
+                                    ik.options()).view(position_shape);
+    const Tensor grad = where(eq(positions, ik), gk, zeros({}, g.options()));
+    return IntArrayRef(grad.sizes()) == input_sizes ? grad : grad.expand(input_sizes).contiguous();
+  }
   Tensor grad = zeros(input_sizes, g.dtype());
-  const Tensor gc = (keepdim ? g : g.unsqueeze(dim)).contiguous();
-  const Tensor ic = (keepdim ? indices : indices.unsqueeze(dim)).contiguous();
+  const Tensor gc = gk.contiguous();
+  const Tensor ic = ik.contiguous();
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= input_sizes[static_cast<std::size_t>(d)];
   for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < input_sizes.size(); ++d) inner *= input_sizes[d];
@@ -154,11 +164,12 @@ ValuesIndices extreme_dim(const Tensor& x, std::int64_t dim, bool keepdim, bool 
   const int d = wrap_dim(dim, x.dim(), name);
   const std::uint32_t mask = x.dim() == 0 ? 0u : cpu::dim_bit(d);
   const DimVector sizes = reduced_sizes(x, mask, keepdim);
-  ValuesIndices r{empty(sizes, x.dtype()), empty(sizes, kInt64)};
+  ValuesIndices r{empty(sizes, x.options()), empty(sizes, x.options().dtype(kInt64))};
   dispatch_all(x.dtype(), name, [&]<class T>() {
-    auto kernel = is_max ? cpu::max_with_indices<T> : cpu::min_with_indices<T>;
-    kernel(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d, r.values.data_ptr<T>(),
-           r.indices.data_ptr<std::int64_t>());
+    const auto args = std::make_tuple(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d,
+                                      r.values.data_ptr<T>(), r.indices.data_ptr<std::int64_t>());
+    if (is_max) std::apply(FRUGAL_KERNEL(x.device(), max_with_indices<T>), args);
+    else std::apply(FRUGAL_KERNEL(x.device(), min_with_indices<T>), args);
   });
   if (autograd::needs_grad(x)) {
     autograd::record(r.values, name, {x},
@@ -174,10 +185,12 @@ Tensor arg_extreme(const Tensor& x, std::int64_t dim, bool keepdim, bool is_max)
   const char* name = is_max ? "argmax" : "argmin";
   const int d = wrap_dim(dim, x.dim(), name);
   const std::uint32_t mask = x.dim() == 0 ? 0u : cpu::dim_bit(d);
-  Tensor out = empty(reduced_sizes(x, mask, keepdim), kInt64);
+  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options().dtype(kInt64));
   dispatch_all(x.dtype(), name, [&]<class T>() {
-    auto kernel = is_max ? cpu::argmax<T> : cpu::argmin<T>;
-    kernel(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d, out.data_ptr<std::int64_t>());
+    const auto args = std::make_tuple(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d,
+                                      out.data_ptr<std::int64_t>());
+    if (is_max) std::apply(FRUGAL_KERNEL(x.device(), argmax<T>), args);
+    else std::apply(FRUGAL_KERNEL(x.device(), argmin<T>), args);
   });
   return out;
 }
@@ -201,20 +214,23 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
   // Integer inputs compute in float32, as in PyTorch.
   const Tensor x = (input.is_floating_point() ? input : input.to(kFloat32)).contiguous();
   const SoftmaxShape s(x, x.dim() == 0 ? 0 : d);
-  Tensor out = empty(x.sizes(), x.dtype());
+  Tensor out = empty(x.sizes(), x.options());
   dispatch_floating(x.dtype(), name, [&]<class T>() {
-    auto kernel = log ? cpu::log_softmax<T> : cpu::softmax<T>;
-    kernel(x.data_ptr<T>(), out.data_ptr<T>(), s.outer, s.dim, s.inner);
+    const auto args = std::make_tuple(x.data_ptr<T>(), out.data_ptr<T>(), s.outer, s.dim, s.inner);
+    if (log) std::apply(FRUGAL_KERNEL(x.device(), log_softmax<T>), args);
+    else std::apply(FRUGAL_KERNEL(x.device(), softmax<T>), args);
   });
   if (autograd::needs_grad(input)) {
     // Both backwards need only the output: the input can be freed by its owner.
     autograd::record(out, name, {input}, [so = save(out, name), s, log, name](const Tensor& g, InputGrads& gi) {
       const Tensor& y = so.unpack();
       const Tensor gc = g.contiguous();
-      Tensor grad = empty(y.sizes(), y.dtype());
+      Tensor grad = empty(y.sizes(), y.options());
       dispatch_floating(y.dtype(), name, [&]<class T>() {
-        auto kernel = log ? cpu::log_softmax_backward<T> : cpu::softmax_backward<T>;
-        kernel(y.data_ptr<T>(), gc.data_ptr<T>(), grad.data_ptr<T>(), s.outer, s.dim, s.inner);
+        const auto args =
+            std::make_tuple(y.data_ptr<T>(), gc.data_ptr<T>(), grad.data_ptr<T>(), s.outer, s.dim, s.inner);
+        if (log) std::apply(FRUGAL_KERNEL(y.device(), log_softmax_backward<T>), args);
+        else std::apply(FRUGAL_KERNEL(y.device(), softmax_backward<T>), args);
       });
       gi[0] = std::move(grad);
     });
@@ -236,9 +252,9 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
 Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   const std::uint32_t mask = reduce_mask(x, dims, "var");
   const double correction = unbiased ? 1.0 : 0.0;
-  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.dtype());
+  Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options());
   dispatch_floating(x.dtype(), "var", [&]<class T>() {
-    cpu::var<T>(x.data_ptr<T>(), strided_dims(x), mask, correction, out.data_ptr<T>());
+    FRUGAL_KERNEL(x.device(), var<T>)(x.data_ptr<T>(), strided_dims(x), mask, correction, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
     // d var / dx = 2 (x - mean) / (n - correction)

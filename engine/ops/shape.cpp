@@ -168,7 +168,7 @@ Tensor Tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
   if (autograd::needs_grad(*this))
     autograd::record(out, "slice", {*this},
                      [input_sizes = DimVector(this->sizes()), d, b, e, step](const Tensor& g, InputGrads& gi) {
-                       Tensor grad = zeros(input_sizes, g.dtype());
+                       Tensor grad = zeros(input_sizes, g.options());
                        copy_data(grad.slice(d, b, e, step), g);
                        gi[0] = std::move(grad);
                      });
@@ -200,7 +200,7 @@ Tensor Tensor::select(std::int64_t dim, std::int64_t index) const {
   if (autograd::needs_grad(*this))
     autograd::record(out, "select", {*this},
                      [input_sizes = DimVector(this->sizes()), d, i](const Tensor& g, InputGrads& gi) {
-                       Tensor grad = zeros(input_sizes, g.dtype());
+                       Tensor grad = zeros(input_sizes, g.options());
                        copy_data(grad.select(d, i), g);
                        gi[0] = std::move(grad);
                      });

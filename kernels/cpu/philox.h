@@ -6,13 +6,15 @@
 
 #include <cstdint>
 
+#include "common/host_device.h"
+
 namespace frugal::kernels::cpu {
 
 struct Philox4x32 {
   std::uint32_t word[4];
 };
 
-inline Philox4x32 philox(std::uint64_t seed, std::uint64_t counter) {
+FRUGAL_HOST_DEVICE inline Philox4x32 philox(std::uint64_t seed, std::uint64_t counter) {
   std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
   std::uint32_t c2 = 0, c3 = 0;
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
@@ -32,7 +34,7 @@ inline Philox4x32 philox(std::uint64_t seed, std::uint64_t counter) {
 }
 
 // A double in [0, 1) from 53 random bits.
-inline double uniform53(std::uint32_t hi, std::uint32_t lo) {
+FRUGAL_HOST_DEVICE inline double uniform53(std::uint32_t hi, std::uint32_t lo) {
   const std::uint64_t bits = ((std::uint64_t{hi} << 32) | lo) >> 11;
   return static_cast<double>(bits) * (1.0 / 9007199254740992.0);
 }

@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/optim.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal::optim {
 
@@ -22,12 +22,12 @@ void AdamW::step() {
     const Tensor g = gradient_for_update(i, "AdamW");
     if (!g.defined()) continue;
     if (!exp_avg_[i].defined()) {
-      exp_avg_[i] = zeros(p.sizes(), p.dtype());
-      exp_avg_sq_[i] = zeros(p.sizes(), p.dtype());
+      exp_avg_[i] = zeros(p.sizes(), p.options());
+      exp_avg_sq_[i] = zeros(p.sizes(), p.options());
     }
     ++steps_[i];
     dispatch_master(p.dtype(), "AdamW", [&]<class T>() {
-      kernels::cpu::adamw_step<T>(p.data_ptr<T>(), g.data_ptr<T>(), exp_avg_[i].data_ptr<T>(),
+      FRUGAL_KERNEL(p.device(), adamw_step<T>)(p.data_ptr<T>(), g.data_ptr<T>(), exp_avg_[i].data_ptr<T>(),
                                   exp_avg_sq_[i].data_ptr<T>(), p.numel(), lr_, options_.beta1_,
                                   options_.beta2_, options_.eps_, options_.weight_decay_, steps_[i]);
     });
@@ -65,7 +65,7 @@ void AdamW::load_state_dict(const nn::NamedTensors& state) {
                      t.dtype() == parameters_[i].dtype(),
                  "AdamW.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
                      " does not match parameter " + std::to_string(i));
-    (field == "exp_avg" ? m : v)[i] = t.clone();
+    (field == "exp_avg" ? m : v)[i] = t.to(parameters_[i].device()).clone();  // checkpoints are CPU
   }
   exp_avg_ = std::move(m);
   exp_avg_sq_ = std::move(v);

@@ -25,7 +25,8 @@ Tensor Optimizer::gradient_for_update(std::size_t i, const char* op) const {
   const Tensor& p = parameters_[i];
   if (!p.grad().defined()) return {};
   Tensor g = p.grad().contiguous();
-  FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype(),
+  FRUGAL_CHECK(p.is_contiguous() && g.sizes() == p.sizes() && g.dtype() == p.dtype() &&
+                   g.device() == p.device(),
                std::string(op) + ": parameter " + std::to_string(i) + " " + dtype_name(p.dtype()) +
                    shape_string(p.sizes()) + " has a gradient " + dtype_name(g.dtype()) +
                    shape_string(g.sizes()) + " that does not match it");

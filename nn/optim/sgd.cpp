@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "engine/ops/factory.h"
-#include "kernels/cpu/optim.h"
+#include "engine/ops/kernels.h"
 
 namespace frugal::optim {
 
@@ -23,9 +23,9 @@ void SGD::step() {
     const Tensor g = gradient_for_update(i, "SGD");
     if (!g.defined()) continue;
     const bool first = options_.momentum_ != 0 && !momentum_buffers_[i].defined();
-    if (first) momentum_buffers_[i] = empty(p.sizes(), p.dtype());
+    if (first) momentum_buffers_[i] = empty(p.sizes(), p.options());
     dispatch_master(p.dtype(), "SGD", [&]<class T>() {
-      kernels::cpu::sgd_step<T>(p.data_ptr<T>(), g.data_ptr<T>(),
+      FRUGAL_KERNEL(p.device(), sgd_step<T>)(p.data_ptr<T>(), g.data_ptr<T>(),
                                 options_.momentum_ != 0 ? momentum_buffers_[i].data_ptr<T>() : nullptr,
                                 p.numel(), lr_, options_.momentum_, options_.dampening_,
                                 options_.weight_decay_, options_.nesterov_, first);
@@ -52,7 +52,7 @@ void SGD::load_state_dict(const nn::NamedTensors& state) {
                      t.dtype() == parameters_[i].dtype(),
                  "SGD.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
                      " does not match a parameter of this optimizer");
-    loaded[i] = t.clone();
+    loaded[i] = t.to(parameters_[i].device()).clone();  // a checkpoint holds CPU tensors
   }
   momentum_buffers_ = std::move(loaded);
 }

@@ -124,11 +124,32 @@ TEST_CASE("bad shapes, dtypes and devices raise frugal::Error naming the op") {
   CHECK_THROWS_WITH(mean(ones({2}, kInt64)), Contains("mean") && Contains("int64"));
   CHECK_THROWS_WITH(ones({2}).item<float>(), Contains("item"));
   CHECK_THROWS_WITH(empty({-1}), Contains("empty") && Contains("negative"));
-  CHECK_THROWS_WITH(ones({2}, Device(kCUDA)),
-                    Contains(cuda::is_built() ? "not supported yet" : "built without CUDA"));
+  if (!cuda::is_available())
+    CHECK_THROWS_WITH(ones({2}, Device(kCUDA)),
+                      Contains(cuda::is_built() ? "no usable CUDA device" : "built without CUDA"));
   CHECK_THROWS_WITH(Device("tpu"), Contains("tpu"));
   CHECK_THROWS_WITH(conv2d(ones({1, 3, 5, 5}), ones({4, 2, 3, 3})), Contains("conv2d") && Contains("groups"));
   CHECK_THROWS_WITH(cross_entropy(ones({2, 3}), tensor(std::vector<std::int64_t>{0, 3})),
                     Contains("3"));
   CHECK_THROWS_WITH(ones({2, 3}).data_ptr<double>(), Contains("float32") && Contains("float64"));
+}
+
+TEST_CASE("pin_memory copies a CPU tensor into the pinned allocator's blocks, freed with it") {
+  auto& pinned = alloc::pinned_allocator();
+  const std::int64_t before = pinned.stats().allocation.all().current;
+  const Tensor source = arange(0, 12, 1, kFloat32).view({3, 4}).t();  // not contiguous
+  Tensor p = source.pin_memory();
+  CHECK(p.is_pinned());
+  CHECK_FALSE(source.is_pinned());
+  CHECK(p.is_cpu());
+  CHECK(p.is_contiguous());
+  CHECK(p.sizes() == source.sizes());
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < 3; ++j) CHECK(p[i][j].item<float>() == source[i][j].item<float>());
+  CHECK(p.pin_memory().is_alias_of(p));  // already pinned: no copy
+  CHECK(pinned.stats().allocation.all().current == before + 1);
+  p.record_stream(0);  // on the CPU a no-op for ordinary tensors, a recorded use for pinned ones
+  p = Tensor();
+  CHECK(pinned.stats().allocation.all().current == before);
+  CHECK(source.to(Device(kCPU)).is_alias_of(source));  // already there: the tensor itself
 }

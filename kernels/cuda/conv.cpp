@@ -1,0 +1,386 @@
+// cuDNN behind the convolution contract of kernels/cpu/conv.h (NCHW, groups, dilation), with
+// the algorithm picked once per shape and cached; depthwise shapes go to direct kernels.
+#include "kernels/cuda/conv.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "common/error.h"
+#include "kernels/cuda/conv_depthwise.h"
+#include "kernels/cuda/handles.h"
+#include "kernels/cuda/stream.h"
+
+namespace frugal::kernels::cuda {
+
+namespace {
+
+enum class Kind : int { kForward, kBackwardInput, kBackwardWeight };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kForward:
+      return "conv2d_forward";
+    case Kind::kBackwardInput:
+      return "conv2d_backward_input";
+    case Kind::kBackwardWeight:
+      break;
+  }
+  return "conv2d_backward_weight";
+}
+
+// cuDNN's storage and compute types for T, and the type alpha and beta are passed in.
+template <class T>
+struct Types;
+template <>
+struct Types<float> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  using Scalar = float;
+};
+template <>
+struct Types<double> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_DOUBLE, compute = CUDNN_DATA_DOUBLE;
+  using Scalar = double;
+};
+template <>
+struct Types<Half> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_HALF, compute = CUDNN_DATA_FLOAT;
+  using Scalar = float;
+};
+template <>
+struct Types<BFloat16> {
+  static constexpr cudnnDataType_t data = CUDNN_DATA_BFLOAT16, compute = CUDNN_DATA_FLOAT;
+  using Scalar = float;
+};
+
+// float and double stay at full precision (FMA only: CUDNN_DEFAULT_MATH would let Ampere and
+// later GPUs run float in TF32, 10-bit mantissas, far from the CPU reference); 16-bit types may
+// use tensor cores, which accumulate in float.
+template <class T>
+constexpr cudnnMathType_t kMathType =
+    std::is_same_v<T, float> || std::is_same_v<T, double> ? CUDNN_FMA_MATH
+                                                          : CUDNN_TENSOR_OP_MATH;
+
+int to_int(std::int64_t v, const char* what) {
+  FRUGAL_CHECK(v <= INT_MAX, std::string("conv2d: ") + what + " = " + std::to_string(v) +
+                                 " is beyond cuDNN's int range");
+  return static_cast<int>(v);
+}
+
+// RAII owners of cuDNN's descriptors.
+class TensorDesc {
+ public:
+  TensorDesc(cudnnDataType_t type, std::int64_t n, std::int64_t c, std::int64_t h,
+             std::int64_t w) {
+    FRUGAL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
+    try {
+      FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type,
+                                                    to_int(n, "N"), to_int(c, "channels"),
+                                                    to_int(h, "height"), to_int(w, "width")));
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(desc_);
+      throw;
+    }
+  }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(desc_); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  cudnnTensorDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnTensorDescriptor_t desc_ = nullptr;
+};
+
+class FilterDesc {
+ public:
+  FilterDesc(cudnnDataType_t type, const Conv2dParams& p) {
+    FRUGAL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_));
+    try {
+      FRUGAL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
+          desc_, type, CUDNN_TENSOR_NCHW, to_int(p.O, "O"), to_int(p.C / p.groups, "C / groups"),
+          to_int(p.kH, "kH"), to_int(p.kW, "kW")));
+    } catch (...) {
+      cudnnDestroyFilterDescriptor(desc_);
+      throw;
+    }
+  }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(desc_); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  cudnnFilterDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnFilterDescriptor_t desc_ = nullptr;
+};
+
+class ConvDesc {
+ public:
+  ConvDesc(cudnnDataType_t compute, const Conv2dParams& p, cudnnMathType_t math) {
+    FRUGAL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&desc_));
+    try {
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+          desc_, to_int(p.pad_h, "pad_h"), to_int(p.pad_w, "pad_w"),
+          to_int(p.stride_h, "stride_h"), to_int(p.stride_w, "stride_w"),
+          to_int(p.dilation_h, "dilation_h"), to_int(p.dilation_w, "dilation_w"),
+          CUDNN_CROSS_CORRELATION, compute));
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(desc_, to_int(p.groups, "groups")));
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, math));
+    } catch (...) {
+      cudnnDestroyConvolutionDescriptor(desc_);
+      throw;
+    }
+  }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(desc_); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnConvolutionDescriptor_t desc_ = nullptr;
+};
+
+// Everything cuDNN needs to describe one convolution of T.
+template <class T>
+struct Descriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  Descriptors(const Conv2dParams& p, cudnnMathType_t math)
+      : x(Types<T>::data, p.N, p.C, p.H, p.W),
+        y(Types<T>::data, p.N, p.O, p.out_h(), p.out_w()),
+        w(Types<T>::data, p),
+        conv(Types<T>::compute, p, math) {}
+};
+
+// The algorithm chosen for one (kind, shape, params, type, device), with the math type the
+// heuristic chose it for and its workspace size.
+struct Choice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  std::size_t workspace = 0;
+};
+
+using Key = std::tuple<int, int, int, std::array<std::int64_t, 15>>;
+
+Key make_key(Kind kind, cudnnDataType_t type, const Conv2dParams& p) {
+  return {static_cast<int>(kind), static_cast<int>(type), current_device(),
+          {p.N, p.C, p.H, p.W, p.O, p.kH, p.kW, p.stride_h, p.stride_w, p.pad_h, p.pad_w,
+           p.dilation_h, p.dilation_w, p.groups, 0}};
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::map<Key, Choice> choices;
+};
+
+Cache& cache() {
+  static Cache* const instance = new Cache;  // leaked: used until process exit by any thread
+  return *instance;
+}
+
+// cuDNN v7 heuristics: perf results come sorted best first; the first that succeeded wins.
+template <class Perf>
+const Perf& first_success(const Perf* results, int returned, Kind kind) {
+  for (int i = 0; i < returned; ++i)
+    if (results[i].status == CUDNN_STATUS_SUCCESS) return results[i];
+  throw Error(std::string(kind_name(kind)) + ": cuDNN found no algorithm for this convolution");
+}
+
+template <class T>
+Choice find_choice(Kind kind, const Conv2dParams& p) {
+  cudnnHandle_t handle = cudnn_handle();
+  Descriptors<T> d(p, kMathType<T>);
+  Choice choice;
+  int returned = 0;
+  switch (kind) {
+    case Kind::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+      const auto& best = first_success(perf, returned, kind);
+      choice.algo = static_cast<int>(best.algo);
+      choice.math = best.mathType;
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), best.algo, &choice.workspace));
+      break;
+    }
+    case Kind::kBackwardInput: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+      const auto& best = first_success(perf, returned, kind);
+      choice.algo = static_cast<int>(best.algo);
+      choice.math = best.mathType;
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), best.algo, &choice.workspace));
+      break;
+    }
+    case Kind::kBackwardWeight: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+      const auto& best = first_success(perf, returned, kind);
+      choice.algo = static_cast<int>(best.algo);
+      choice.math = best.mathType;
+      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), best.algo, &choice.workspace));
+      break;
+    }
+  }
+  return choice;
+}
+
+// The cached choice, found on first use. The heuristic runs outside the lock (it is a query,
+// and two threads racing on one key find the same answer).
+template <class T>
+Choice choice_for(Kind kind, const Conv2dParams& p) {
+  const Key key = make_key(kind, Types<T>::data, p);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    const auto it = c.choices.find(key);
+    if (it != c.choices.end()) return it->second;
+  }
+  const Choice choice = find_choice<T>(kind, p);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.choices.emplace(key, choice).first->second;
+}
+
+template <class T>
+std::size_t workspace_bytes(Kind kind, const Conv2dParams& p) {
+  validate_conv2d(p);
+  if (p.N == 0 || is_depthwise(p)) return 0;
+  return choice_for<T>(kind, p).workspace;
+}
+
+void check_workspace(Kind kind, const Choice& choice, const void* workspace,
+                     std::size_t workspace_bytes) {
+  FRUGAL_CHECK(workspace_bytes >= choice.workspace && (choice.workspace == 0 || workspace),
+               std::string(kind_name(kind)) + ": workspace of " +
+                   std::to_string(workspace_bytes) + " bytes is too small; cuDNN's algorithm " +
+                   std::to_string(choice.algo) + " needs " + std::to_string(choice.workspace) +
+                   " (ask " + kind_name(kind) + "_workspace_bytes)");
+}
+
+}  // namespace
+
+template <class T>
+std::size_t conv2d_forward_workspace_bytes(const Conv2dParams& p, int /*threads*/) {
+  return workspace_bytes<T>(Kind::kForward, p);
+}
+
+template <class T>
+std::size_t conv2d_backward_input_workspace_bytes(const Conv2dParams& p, int /*threads*/) {
+  return workspace_bytes<T>(Kind::kBackwardInput, p);
+}
+
+template <class T>
+std::size_t conv2d_backward_weight_workspace_bytes(const Conv2dParams& p, int /*threads*/) {
+  return workspace_bytes<T>(Kind::kBackwardWeight, p);
+}
+
+template <class T>
+void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
+                    T* output, void* workspace, std::size_t workspace_bytes) {
+  validate_conv2d(p);
+  if (p.N == 0) return;
+  if (is_depthwise(p)) return depthwise_conv2d_forward(p, input, weight, bias, output);
+  const Choice choice = choice_for<T>(Kind::kForward, p);
+  check_workspace(Kind::kForward, choice, workspace, workspace_bytes);
+  Descriptors<T> d(p, choice.math);
+  cudnnHandle_t handle = cudnn_handle();
+  const typename Types<T>::Scalar one = 1, zero = 0;
+  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(
+      handle, &one, d.x.get(), input, d.w.get(), weight, d.conv.get(),
+      static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace, workspace_bytes, &zero,
+      d.y.get(), output));
+  if (bias != nullptr) {
+    const TensorDesc b(Types<T>::data, 1, p.O, 1, 1);
+    FRUGAL_CUDNN_CHECK(cudnnAddTensor(handle, &one, b.get(), bias, &one, d.y.get(), output));
+  }
+}
+
+template <class T>
+void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
+                           T* grad_input, void* workspace, std::size_t workspace_bytes) {
+  validate_conv2d(p);
+  if (p.N == 0) return;
+  if (is_depthwise(p))
+    return depthwise_conv2d_backward_input(p, grad_output, weight, grad_input);
+  const Choice choice = choice_for<T>(Kind::kBackwardInput, p);
+  check_workspace(Kind::kBackwardInput, choice, workspace, workspace_bytes);
+  Descriptors<T> d(p, choice.math);
+  const typename Types<T>::Scalar one = 1, zero = 0;
+  FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
+      cudnn_handle(), &one, d.w.get(), weight, d.y.get(), grad_output, d.conv.get(),
+      static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace, workspace_bytes,
+      &zero, d.x.get(), grad_input));
+}
+
+template <class T>
+void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
+                            T* grad_weight, T* grad_bias, void* workspace,
+                            std::size_t workspace_bytes) {
+  validate_conv2d(p);
+  if (p.N == 0) {
+    // A sum over no samples: zeros (all-zero bits are 0.0 in every T), as the CPU reference.
+    const auto s = reinterpret_cast<cudaStream_t>(current_stream());
+    const std::int64_t weights = p.O * (p.C / p.groups) * p.kH * p.kW;
+    FRUGAL_CUDA_CHECK(cudaMemsetAsync(grad_weight, 0, static_cast<std::size_t>(weights) *
+                                                          sizeof(T), s));
+    if (grad_bias != nullptr)
+      FRUGAL_CUDA_CHECK(
+          cudaMemsetAsync(grad_bias, 0, static_cast<std::size_t>(p.O) * sizeof(T), s));
+    return;
+  }
+  if (is_depthwise(p))
+    return depthwise_conv2d_backward_weight(p, grad_output, input, grad_weight, grad_bias);
+  const Choice choice = choice_for<T>(Kind::kBackwardWeight, p);
+  check_workspace(Kind::kBackwardWeight, choice, workspace, workspace_bytes);
+  Descriptors<T> d(p, choice.math);
+  cudnnHandle_t handle = cudnn_handle();
+  const typename Types<T>::Scalar one = 1, zero = 0;
+  FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      handle, &one, d.x.get(), input, d.y.get(), grad_output, d.conv.get(),
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, workspace_bytes,
+      &zero, d.w.get(), grad_weight));
+  if (grad_bias != nullptr) {
+    const TensorDesc b(Types<T>::data, 1, p.O, 1, 1);
+    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &one, d.y.get(), grad_output, &zero,
+                                                    b.get(), grad_bias));
+  }
+}
+
+#define FRUGAL_INSTANTIATE_CONV(T)                                                             \
+  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);            \
+  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);     \
+  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);    \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
+                                  std::size_t);                                                \
+  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,   \
+                                         std::size_t);                                         \
+  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,     \
+                                          void*, std::size_t);
+FRUGAL_INSTANTIATE_CONV(float)
+FRUGAL_INSTANTIATE_CONV(double)
+FRUGAL_INSTANTIATE_CONV(Half)
+FRUGAL_INSTANTIATE_CONV(BFloat16)
+#undef FRUGAL_INSTANTIATE_CONV
+
+}  // namespace frugal::kernels::cuda
