@@ -63,8 +63,7 @@ alloc::CachingAllocator& allocator_for(Device device, const char* op) {
     throw Error(std::string(op) + ": device " + device.str() + " is not available: frugal was built without CUDA");
   }
   if (!cuda::is_available()) {
-    throw Error(std::string(op) + ": device " + device.str() + " is not available: no usable CUDA device (" +
-                cuda::unavailable_reason() + ")");
+    throw Error(std::string(op) + ": device " + device.str() + " is not available: " + cuda::unavailable_reason());
   }
   return alloc::cuda_allocator(device.index() < 0 ? current_cuda_device() : device.index());
 }

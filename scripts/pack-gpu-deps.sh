@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Packs the Debian headers and libraries frugal's build needs (Eigen, Catch2, zlib) into one
-# folder, for a GPU machine that has CUDA and CMake but no network and no apt:
+# Packs the Debian headers and libraries frugal's build needs (Eigen, Catch2, zlib), and the
+# Fashion-MNIST files frugal-train reads, into one folder, for a GPU machine that has CUDA and CMake but no network and no apt:
 #   bash scripts/pack-gpu-deps.sh [DIR]      (default: gpu-deps/, ignored by git)
 # then there: bash scripts/gpu-check.sh DIR
 set -euo pipefail
@@ -16,4 +16,6 @@ cp -r /usr/lib/cmake/Catch2 "$dir/lib/cmake/"
 cp /usr/lib/x86_64-linux-gnu/libz.a "$dir/lib/"
 # Catch2's package also names its prebuilt main, which the CMake files check is there.
 cp /usr/lib/libCatch2WithMain.a "$dir/lib/"
+mkdir -p "$dir/fashion-mnist"
+cp /usr/share/datasets/fashion-mnist/*-ubyte* "$dir/fashion-mnist/"
 du -sh "$dir"

@@ -1,6 +1,7 @@
 # The PyTorch reference for frugal-train and frugal-bench-train (../shared/BENCHMARKS.md): the
 # same three models, data, settings and timing. --bench prints the throughput figures as JSON;
-# --epochs N trains and prints the test accuracy after each epoch.
+# --epochs N trains and prints the test accuracy after each epoch; --max-steps N trains N steps
+# and reports their images/s (loop_images_per_sec). --device cuda runs it all on a GPU.
 import argparse
 import gzip
 import json
@@ -69,14 +70,21 @@ def step(model, opt, x, y):
     return loss
 
 
-def median_rate(fn, images_per_call, warmup=10, timed=50, repeats=3):
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def median_rate(fn, images_per_call, warmup=10, timed=50, repeats=3, device=torch.device("cpu")):
     rates = []
     for _ in range(repeats):
         for _ in range(warmup):
             fn()
+        synchronize(device)
         t0 = time.perf_counter()
         for _ in range(timed):
             fn()
+        synchronize(device)
         rates.append(images_per_call * timed / (time.perf_counter() - t0))
     return sorted(rates)[len(rates) // 2]
 
@@ -91,28 +99,31 @@ def main():
     parser.add_argument("--epochs", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=-1, help="train this many steps (for RSS comparisons)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "test")
-    model = make_model(args.model)
+    device = torch.device(args.device)
+    model = make_model(args.model).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    result = {"model": args.model, "threads": args.threads}
+    result = {"model": args.model, "threads": args.threads, "device": args.device}
     if args.bench:
         b = args.batch_size
-        xb, yb = x_train[:b].contiguous(), y_train[:b].contiguous()
-        result["train_images_per_sec"] = median_rate(lambda: step(model, opt, xb, yb), b)
+        xb, yb = x_train[:b].contiguous().to(device), y_train[:b].contiguous().to(device)
+        result["train_images_per_sec"] = median_rate(lambda: step(model, opt, xb, yb), b, device=device)
         model.eval()
-        xi = x_train[:512].contiguous()
+        xi = x_train[:512].contiguous().to(device)
 
         def infer():
             with torch.no_grad():
                 model(xi)
 
-        result["inference_images_per_sec"] = median_rate(infer, 512)
+        result["inference_images_per_sec"] = median_rate(infer, 512, device=device)
         model.train()
     steps = 0
+    loop_images, loop_start = 0, time.perf_counter()
     g = torch.Generator().manual_seed(args.seed)
     for epoch in range(args.epochs if args.max_steps < 0 else 10 ** 9):
         order = torch.randperm(len(x_train), generator=g)
@@ -120,17 +131,27 @@ def main():
             if 0 <= args.max_steps <= steps:
                 break
             idx = order[i:i + args.batch_size]
-            step(model, opt, x_train[idx], y_train[idx])
+            xb, yb = x_train[idx], y_train[idx]
+            if device.type == "cuda":  # staged in pinned memory, as frugal-train does
+                xb = xb.pin_memory().to(device, non_blocking=True)
+                yb = yb.pin_memory().to(device, non_blocking=True)
+            loss = step(model, opt, xb, yb)
+            if device.type == "cuda":
+                loss.item()  # frugal-train reads the loss every step too
             steps += 1
+            loop_images += len(idx)
         if 0 <= args.max_steps <= steps:
             break
         model.eval()
         with torch.no_grad():
-            correct = sum((model(x_test[i:i + 512]).argmax(1) == y_test[i:i + 512]).sum().item()
+            correct = sum((model(x_test[i:i + 512].to(device)).argmax(1) == y_test[i:i + 512].to(device)).sum().item()
                           for i in range(0, len(x_test), 512))
         model.train()
         result.setdefault("test_accuracy_per_epoch", []).append(correct / len(x_test))
+    synchronize(device)
     result["steps"] = steps
+    if steps:
+        result["loop_images_per_sec"] = loop_images / (time.perf_counter() - loop_start)
     result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(result))
 
