@@ -71,6 +71,14 @@ constexpr cudnnMathType_t kMathType =
     std::is_same_v<T, float> || std::is_same_v<T, double> ? CUDNN_FMA_MATH
                                                           : CUDNN_TENSOR_OP_MATH;
 
+// The math type to run the heuristic's choice with: float and double keep CUDNN_FMA_MATH
+// whatever the perf result reports (were it CUDNN_DEFAULT_MATH, setting it on the descriptor
+// would let cuDNN run float in TF32 on Ampere and later); 16-bit types take the reported one.
+template <class T>
+cudnnMathType_t chosen_math(cudnnMathType_t reported) {
+  return kMathType<T> == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : reported;
+}
+
 int to_int(std::int64_t v, const char* what) {
   FRUGAL_CHECK(v <= INT_MAX, std::string("conv2d: ") + what + " = " + std::to_string(v) +
                                  " is beyond cuDNN's int range");
@@ -210,7 +218,7 @@ Choice find_choice(Kind kind, const Conv2dParams& p) {
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
       const auto& best = first_success(perf, returned, kind);
       choice.algo = static_cast<int>(best.algo);
-      choice.math = best.mathType;
+      choice.math = chosen_math<T>(best.mathType);
       FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
           handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), best.algo, &choice.workspace));
@@ -223,7 +231,7 @@ Choice find_choice(Kind kind, const Conv2dParams& p) {
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
       const auto& best = first_success(perf, returned, kind);
       choice.algo = static_cast<int>(best.algo);
-      choice.math = best.mathType;
+      choice.math = chosen_math<T>(best.mathType);
       FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
           handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), best.algo, &choice.workspace));
@@ -236,7 +244,7 @@ Choice find_choice(Kind kind, const Conv2dParams& p) {
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
       const auto& best = first_success(perf, returned, kind);
       choice.algo = static_cast<int>(best.algo);
-      choice.math = best.mathType;
+      choice.math = chosen_math<T>(best.mathType);
       FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
           handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), best.algo, &choice.workspace));

@@ -40,6 +40,45 @@ struct Shape {
 const Shape kShapes[] = {{2, 1, 1},  {7, 5, 1},    {300, 70, 1}, {3, 2, 5},
                          {4, 3, 49}, {2, 6, 1000}, {1, 4, 2},    {9, 1, 513}};
 
+// The training input gradient is gy * k + x * q + r per channel, whose terms can cancel almost
+// entirely: with two values per channel ([1, 4, 2]) the exact gradient is 0 while x * q and r
+// grow as invstd^2, so both backends return rounding noise of the terms' size (the CPU's float
+// runs and the GPU's double sums give coefficients a rounding apart, and the GPU fuses the
+// multiply-adds; float at seed 350 lands 2x past the plain tolerance). Each element is held to
+// the usual tolerance plus tolerance<T>() times the size of its terms, from the CPU's statistics
+// and sums (grad_bias = sum(gy), grad_weight = sum(gy * (x - mean)) * invstd).
+template <class T>
+void require_close_train_grad_x(const std::vector<T>& got, const std::vector<T>& want,
+                                const Shape& s, const std::vector<T>& x,
+                                const std::vector<T>& gy, const compute_t<T>* weight,
+                                const std::vector<compute_t<T>>& mean,
+                                const std::vector<compute_t<T>>& invstd,
+                                const std::vector<compute_t<T>>& gw,
+                                const std::vector<compute_t<T>>& gb, const std::string& what,
+                                double scale) {
+  using C = compute_t<T>;
+  REQUIRE(got.size() == want.size());
+  const double tol = test::tolerance<T>(), count = static_cast<double>(s.n * s.hw);
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    const auto ch = static_cast<std::size_t>((static_cast<std::int64_t>(e) / s.hw) % s.c);
+    const double is = static_cast<double>(invstd[ch]);
+    const double k = (weight ? static_cast<double>(weight[ch]) : 1.0) * is;
+    const double b = static_cast<double>(gw[ch]) * is / count;
+    const double r = k * (static_cast<double>(mean[ch]) * b - static_cast<double>(gb[ch]) / count);
+    const double terms = std::abs(static_cast<double>(static_cast<C>(gy[e])) * k) +
+                         std::abs(static_cast<double>(static_cast<C>(x[e])) * k * b) + std::abs(r);
+    const double g = static_cast<double>(static_cast<C>(got[e]));
+    const double w = static_cast<double>(static_cast<C>(want[e]));
+    const bool ok = std::isnan(w) ? std::isnan(g)
+                                  : std::abs(g - w) <= tol * (scale * (1.0 + std::abs(w)) + terms);
+    if (!ok) {
+      INFO(what << ": element " << e << " is " << g << ", the CPU reference " << w
+                << " (terms of size " << terms << ")");
+      REQUIRE(ok);
+    }
+  }
+}
+
 template <class T>
 void check_batch_norm(const Shape& s, bool affine, bool relu, std::uint32_t seed) {
   using C = compute_t<T>;
@@ -95,14 +134,16 @@ void check_batch_norm(const Shape& s, bool affine, bool relu, std::uint32_t seed
                                  s.hw, gx.data(), gw.data(), gb.data());
   gpu::batch_norm_backward_train(dgy.get(), dx.get(), dwp, dmean.get(), dinvstd.get(), s.n, s.c,
                                  s.hw, dgx.get(), dgw.get(), dgb.get());
-  require_close(dgx.download(), gx, what + " train grad_x", sums);
+  require_close_train_grad_x(dgx.download(), gx, s, x, gy, wp, mean, invstd, gw, gb,
+                             what + " train grad_x", sums);
   require_close(dgw.download(), gw, what + " train grad_weight", sums);
   require_close(dgb.download(), gb, what + " train grad_bias", sums);
   DeviceBuffer<T> dgx2(x.size());
   gpu::batch_norm_backward_train(dgy.get(), dx.get(), dwp, dmean.get(), dinvstd.get(), s.n, s.c,
                                  s.hw, dgx2.get(), static_cast<C*>(nullptr),
                                  static_cast<C*>(nullptr));
-  require_close(dgx2.download(), gx, what + " train grad_x alone", sums);
+  require_close_train_grad_x(dgx2.download(), gx, s, x, gy, wp, mean, invstd, gw, gb,
+                             what + " train grad_x alone", sums);
   DeviceBuffer<C> dgb2(cc);
   gpu::batch_norm_backward_train(dgy.get(), dx.get(), dwp, dmean.get(), dinvstd.get(), s.n, s.c,
                                  s.hw, static_cast<T*>(nullptr), static_cast<C*>(nullptr),
