@@ -4,7 +4,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(frugal_installed_targets frugal frugal_options frugal_common frugal_allocator frugal_kernels_cpu
-    frugal_engine frugal_nn frugal_data)
+    frugal_engine frugal_nn frugal_data frugal_monitor)
 if(FRUGAL_WITH_CUDA)
   list(APPEND frugal_installed_targets frugal_kernels_cuda)
 endif()
@@ -12,7 +12,7 @@ install(TARGETS ${frugal_installed_targets}
         EXPORT frugalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(dir common allocator kernels engine nn data)
+foreach(dir common allocator kernels engine nn data monitor)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/frugal/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

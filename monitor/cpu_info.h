@@ -1,0 +1,34 @@
+// The CPU as a training job sees it: model, cores (all, and those this process may run on),
+// and the vector units frugal's kernels use — what the CPU has, and what this build of
+// frugal was compiled to use.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace frugal::monitor {
+
+// Vector-unit features by their /proc/cpuinfo flag names.
+struct VectorUnits {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512_bf16 = false, avx512_fp16 = false;
+  bool amx_tile = false, amx_bf16 = false;
+};
+
+struct CpuInfo {
+  std::string model;       // "model name" of /proc/cpuinfo
+  int logical_cores = 0;   // online hardware threads
+  int usable_cores = 0;    // this process's affinity mask (taskset, cgroup cpusets)
+  VectorUnits cpu;         // what the processor has
+  VectorUnits build;       // what this build was compiled for (-march): kernels use these
+};
+
+CpuInfo cpu_info();
+// The model and flags of the first processor in a /proc/cpuinfo text.
+CpuInfo parse_cpuinfo(std::string_view cpuinfo);
+// The vector units named in a space-separated flag list.
+VectorUnits parse_cpu_flags(std::string_view flags);
+// What the compiler targeted for this file (the project compiles everything alike).
+VectorUnits compiled_vector_units();
+
+}  // namespace frugal::monitor

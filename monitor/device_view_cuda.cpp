@@ -1,0 +1,56 @@
+// The device view of a CUDA build, from the runtime API (cudaGetDeviceProperties,
+// cudaMemGetInfo). NVML is not used: the toolkit here ships neither its header nor a stub,
+// and the runtime's total - free is the same device-wide "used" nvidia-smi prints.
+#include "allocator/caching_allocator.h"
+#include "allocator/cuda_device.h"
+#include "allocator/default_allocators.h"
+#include "common/cuda_check.h"
+#include "monitor/device_view.h"
+
+namespace frugal::monitor {
+
+namespace {
+
+DeviceMemory query_device(int index, bool with_allocator) {
+  DeviceMemory d;
+  d.index = index;
+  cudaDeviceProp props{};
+  FRUGAL_CUDA_CHECK(cudaGetDeviceProperties(&props, index));
+  d.name = props.name;
+  d.compute_capability = props.major * 10 + props.minor;
+  int current = 0;
+  FRUGAL_CUDA_CHECK(cudaGetDevice(&current));
+  FRUGAL_CUDA_CHECK(cudaSetDevice(index));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  FRUGAL_CUDA_CHECK(cudaSetDevice(current));
+  FRUGAL_CUDA_CHECK(status);
+  d.total = static_cast<std::int64_t>(total_bytes);
+  d.free = static_cast<std::int64_t>(free_bytes);
+  d.used = d.total - d.free;
+  if (with_allocator) {
+    const alloc::CachingAllocator& allocator = alloc::cuda_allocator(index);
+    d.frugal_reserved = static_cast<std::int64_t>(allocator.memory_reserved());
+    d.frugal_allocated = static_cast<std::int64_t>(allocator.memory_allocated());
+  }
+  return d;
+}
+
+}  // namespace
+
+DeviceView device_view(int device, bool with_allocator) {
+  DeviceView view;
+  view.cuda_built = true;
+  if (!cuda::is_available()) {
+    view.unavailable_reason = cuda::unavailable_reason();
+    return view;
+  }
+  const int count = cuda::device_count();
+  FRUGAL_CHECK(device < count, "device_view: no CUDA device " + std::to_string(device) + " (this machine has " +
+                                   std::to_string(count) + ")");
+  for (int i = device < 0 ? 0 : device; i < (device < 0 ? count : device + 1); ++i)
+    view.devices.push_back(query_device(i, with_allocator));
+  return view;
+}
+
+}  // namespace frugal::monitor
