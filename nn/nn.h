@@ -2,7 +2,9 @@
 #pragma once
 
 #include "engine/frugal.h"
+#include "nn/amp/grad_scaler.h"
 #include "nn/batchnorm.h"
+#include "nn/clip_grad.h"
 #include "nn/conv.h"
 #include "nn/init.h"
 #include "nn/linear.h"

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "engine/autograd/record.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/factory.h"
 
@@ -57,6 +58,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                    " but the output has shape " + shape_string(root.sizes()));
 
   NoGradGuard no_grad;  // backward formulas record nothing (no higher-order gradients)
+  // Each backward formula runs in the dtypes its forward ran in, whatever autocast says now.
+  autocast::SuspendGuard no_autocast;
   Edge root_edge = gradient_edge(root);
   std::unordered_map<Node*, int> deps = count_dependencies(root_edge.node.get());
   std::unordered_map<Node*, Tensor> buffers;  // gradients waiting for their node

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "engine/autograd/record.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/elementwise_common.h"
 
@@ -52,6 +53,8 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kExp, x.device(), [](const Tensor& a) { return exp(a); }, x);
   Tensor out = unary_kernel(UnaryOp::Exp, as_floating(x), "exp");
   if (autograd::needs_grad(x))
     autograd::record(out, "exp", {x}, [so = save(out, "exp")](const Tensor& g, InputGrads& gi) {
@@ -61,6 +64,8 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kLog, x.device(), [](const Tensor& a) { return log(a); }, x);
   Tensor out = unary_kernel(UnaryOp::Log, as_floating(x), "log");
   if (autograd::needs_grad(x))
     autograd::record(out, "log", {x}, [sx = save(x, "log")](const Tensor& g, InputGrads& gi) {

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/reduce.h"
@@ -79,6 +80,13 @@ void conv_backward_weight(const cpu::Conv2dParams& p, const Tensor& grad_out, co
 
 Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, Int2 stride,
               Int2 padding, Int2 dilation, std::int64_t groups) {
+  if (autocast::should_apply(input_.device()))
+    return autocast::call(
+        autocast::Op::kConv2d, input_.device(),
+        [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+          return conv2d(x, w, b, stride, padding, dilation, groups);
+        },
+        input_, weight_, bias_);
   const cpu::Conv2dParams p = conv_params(input_, weight_, stride, padding, dilation, groups);
   detail::check_same_device(input_, weight_, "conv2d");
   if (bias_.defined()) detail::check_same_device(input_, bias_, "conv2d");

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/iterator.h"
@@ -149,6 +150,9 @@ Tensor rdiv(const Tensor& a, Scalar b) {
 }
 
 Tensor pow(const Tensor& a, Scalar exponent) {
+  if (autocast::should_apply(a.device()))
+    return autocast::call(autocast::Op::kPow, a.device(),
+                          [exponent](const Tensor& x) { return pow(x, exponent); }, a);
   const ScalarType dtype = result_type(a, exponent);
   Tensor out = binary_scalar_kernel(BinaryOp::Pow, a, exponent, dtype, "pow");
   if (autograd::needs_grad(a)) {

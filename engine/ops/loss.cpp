@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/kernels.h"
@@ -50,6 +51,10 @@ Tensor loss_output(const Tensor& input, Reduction r) {
 }  // namespace
 
 Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOptions& o) {
+  if (autocast::should_apply(input_.device()))
+    return autocast::call(autocast::Op::kCrossEntropy, input_.device(),
+                          [&](const Tensor& x, const Tensor& t) { return cross_entropy(x, t, o); },
+                          input_, target_);
   check_loss_args(input_, target_, o, "cross_entropy");
   const Tensor input = input_.contiguous(), target = target_.contiguous();
   const Tensor weight = o.weight.defined() ? o.weight.contiguous() : Tensor();
@@ -82,6 +87,10 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
 }
 
 Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& o) {
+  if (autocast::should_apply(input_.device()))
+    return autocast::call(autocast::Op::kNllLoss, input_.device(),
+                          [&](const Tensor& x, const Tensor& t) { return nll_loss(x, t, o); },
+                          input_, target_);
   check_loss_args(input_, target_, o, "nll_loss");
   const Tensor input = input_.contiguous(), target = target_.contiguous();
   const Tensor weight = o.weight.defined() ? o.weight.contiguous() : Tensor();

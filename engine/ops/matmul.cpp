@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/copy.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
@@ -94,6 +95,8 @@ Tensor bmm_no_grad(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (autocast::should_apply(a.device()))
+    return autocast::call(autocast::Op::kMm, a.device(), [&](auto&&... a) { return mm(a...); }, a, b);
   FRUGAL_CHECK(a.dim() == 2 && b.dim() == 2,
                "mm: expected two matrices, got shapes " + shape_string(a.sizes()) + " and " +
                    shape_string(b.sizes()));
@@ -116,6 +119,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (autocast::should_apply(a.device()))
+    return autocast::call(autocast::Op::kBmm, a.device(), [&](auto&&... a) { return bmm(a...); }, a, b);
   FRUGAL_CHECK(a.dim() == 3 && b.dim() == 3,
                "bmm: expected two 3-d tensors, got shapes " + shape_string(a.sizes()) + " and " +
                    shape_string(b.sizes()));
@@ -173,6 +178,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kLinear, x.device(), [&](auto&&... a) { return linear(a...); }, x, weight, bias);
   FRUGAL_CHECK(weight.dim() == 2, "linear: the weight must be [out_features, in_features], got " +
                                       shape_string(weight.sizes()));
   FRUGAL_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1),

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/autocast_call.h"
 #include "engine/ops/copy.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/factory.h"
@@ -240,16 +241,33 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x) { return sum_impl(x, reduce_mask(x, {}, "sum"), false); }
+Tensor sum(const Tensor& x) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kSum, x.device(), [](const Tensor& a) { return sum(a); }, x);
+  return sum_impl(x, reduce_mask(x, {}, "sum"), false);
+}
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kSum, x.device(),
+                          [&](const Tensor& a) { return sum(a, dims, keepdim); }, x);
   return sum_impl(x, reduce_mask(x, dims, "sum"), keepdim);
 }
-Tensor mean(const Tensor& x) { return mean_impl(x, reduce_mask(x, {}, "mean"), false); }
+Tensor mean(const Tensor& x) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kMean, x.device(), [](const Tensor& a) { return mean(a); }, x);
+  return mean_impl(x, reduce_mask(x, {}, "mean"), false);
+}
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kMean, x.device(),
+                          [&](const Tensor& a) { return mean(a, dims, keepdim); }, x);
   return mean_impl(x, reduce_mask(x, dims, "mean"), keepdim);
 }
 
 Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kVar, x.device(),
+                          [&](const Tensor& a) { return var(a, dims, unbiased, keepdim); }, x);
   const std::uint32_t mask = reduce_mask(x, dims, "var");
   const double correction = unbiased ? 1.0 : 0.0;
   Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options());
@@ -285,7 +303,17 @@ Tensor argmin(const Tensor& x, std::int64_t dim, bool keepdim) {
   return arg_extreme(x, dim, keepdim, false);
 }
 
-Tensor softmax(const Tensor& x, std::int64_t dim) { return softmax_impl(x, dim, false); }
-Tensor log_softmax(const Tensor& x, std::int64_t dim) { return softmax_impl(x, dim, true); }
+Tensor softmax(const Tensor& x, std::int64_t dim) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kSoftmax, x.device(),
+                          [dim](const Tensor& a) { return softmax(a, dim); }, x);
+  return softmax_impl(x, dim, false);
+}
+Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  if (autocast::should_apply(x.device()))
+    return autocast::call(autocast::Op::kLogSoftmax, x.device(),
+                          [dim](const Tensor& a) { return log_softmax(a, dim); }, x);
+  return softmax_impl(x, dim, true);
+}
 
 }  // namespace frugal

@@ -1,6 +1,7 @@
-// The fused optimizer passes, parallel over contiguous chunks.
+// The fused optimizer passes and gradient unscaling, parallel over contiguous chunks.
 #include "kernels/cpu/optim.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "kernels/cpu/loops.h"
@@ -44,11 +45,28 @@ void adamw_step(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::int64_t
   });
 }
 
+template <class T>
+void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, float* found_inf) {
+  // PyTorch multiplies in float for float gradients (inv_scale is a float32 tensor there).
+  const T s = static_cast<T>(inv_scale);
+  parallel_for(0, n, kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+    bool non_finite = false;
+    for (std::int64_t i = b; i < e; ++i) {
+      non_finite |= !std::isfinite(grad[i]);
+      grad[i] *= s;
+    }
+    // One flag for all chunks: set, never cleared, so the order of the stores does not matter.
+    if (non_finite) std::atomic_ref<float>(*found_inf).store(1.0f, std::memory_order_relaxed);
+  });
+}
+
 template void sgd_step<float>(float*, const float*, float*, std::int64_t, double, double, double, double, bool, bool);
 template void sgd_step<double>(double*, const double*, double*, std::int64_t, double, double, double, double, bool, bool);
 template void adamw_step<float>(float*, const float*, float*, float*, std::int64_t, double, double, double, double,
                                 double, std::int64_t);
 template void adamw_step<double>(double*, const double*, double*, double*, std::int64_t, double, double, double,
                                  double, double, std::int64_t);
+template void non_finite_check_and_unscale<float>(float*, std::int64_t, float, float*);
+template void non_finite_check_and_unscale<double>(double*, std::int64_t, float, float*);
 
 }  // namespace frugal::kernels::cpu

@@ -20,4 +20,11 @@ template <class T>
 void adamw_step(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::int64_t n, double lr,
                 double beta1, double beta2, double eps, double weight_decay, std::int64_t step);
 
+// Mixed precision's gradient unscaling (PyTorch's _amp_non_finite_check_and_unscale_): grad *=
+// inv_scale in place, and *found_inf = 1 when any element was inf or NaN before scaling (it is
+// never reset to 0 here, so one flag can collect a whole set of gradients). found_inf lives
+// where grad does. T: float, double.
+template <class T>
+void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, float* found_inf);
+
 }  // namespace frugal::kernels::cpu

@@ -1,6 +1,7 @@
-// The fused optimizer passes on the GPU: one thread per element (grid-stride) reads the gradient
-// and state once and writes them once. Formulas and rounding follow kernels/cpu/optim.cpp: the
-// scalar coefficients are cast to T on the host exactly as the CPU does, so results match.
+// The fused optimizer passes and gradient unscaling on the GPU: one thread per element
+// (grid-stride) reads the gradient and state once and writes them once. Formulas and rounding
+// follow kernels/cpu/optim.cpp: the scalar coefficients are cast to T on the host exactly as
+// the CPU does, so results match.
 #include "kernels/cuda/optim.h"
 
 #include <cmath>
@@ -38,7 +39,26 @@ __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
   }
 }
 
+template <class T>
+__global__ void unscale_kernel(T* grad, std::int64_t n, T inv_scale, float* found_inf) {
+  FRUGAL_CUDA_KERNEL_LOOP(i, n) {
+    const T g = grad[i];
+    // Every writer stores the same 1, so the race between them is harmless (PyTorch's kernel
+    // does the same); no thread ever stores 0.
+    if (!isfinite(g)) *found_inf = 1.0f;
+    grad[i] = g * inv_scale;
+  }
+}
+
 }  // namespace
+
+template <class T>
+void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, float* found_inf) {
+  if (n <= 0) return;
+  unscale_kernel<T><<<blocks_for(n), kBlockSize, 0, stream()>>>(grad, n, static_cast<T>(inv_scale),
+                                                                found_inf);
+  FRUGAL_CUDA_CHECK_LAUNCH();
+}
 
 template <class T>
 void sgd_step(T* param, const T* grad, T* buf, std::int64_t n, double lr, double momentum,
@@ -72,5 +92,7 @@ template void adamw_step<float>(float*, const float*, float*, float*, std::int64
                                 double, double, double, std::int64_t);
 template void adamw_step<double>(double*, const double*, double*, double*, std::int64_t, double,
                                  double, double, double, double, std::int64_t);
+template void non_finite_check_and_unscale<float>(float*, std::int64_t, float, float*);
+template void non_finite_check_and_unscale<double>(double*, std::int64_t, float, float*);
 
 }  // namespace frugal::kernels::cuda

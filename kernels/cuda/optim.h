@@ -16,4 +16,9 @@ template <class T>
 void adamw_step(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::int64_t n, double lr,
                 double beta1, double beta2, double eps, double weight_decay, std::int64_t step);
 
+// Gradient unscaling for mixed precision (see cpu::non_finite_check_and_unscale); found_inf is
+// a device pointer, set to 1 by any thread that meets inf or NaN.
+template <class T>
+void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, float* found_inf);
+
 }  // namespace frugal::kernels::cuda
