@@ -24,7 +24,18 @@ struct DataLoaderOptions {
   bool drop_last = false;  // leave out a last batch smaller than batch_size
   std::uint64_t seed = 0;
   // Applied to each gathered data batch (normalising stored uint8 pixels, say); none if empty.
+  // InMemoryLoader only: DataLoader's datasets transform each sample themselves.
   std::function<Tensor(const Tensor&)> transform = nullptr;
+  // DataLoader only (see data_loader.h). Worker threads making samples: 0 makes each batch on
+  // the calling thread when it is asked for.
+  int num_workers = 0;
+  // Batches made ahead of the consumer, at most (with num_workers > 0).
+  int prefetch = 2;
+  // Batch buffers come from the pinned caching allocator, ready for non_blocking copies.
+  bool pin_memory = false;
+  // A sample that cannot be made is logged on stderr, counted and left out of its batch
+  // (which becomes smaller) instead of ending the epoch with its error.
+  bool skip_bad = false;
 };
 
 class InMemoryLoader {

@@ -1,0 +1,189 @@
+// Image decoding: container checks (PNG chunk lengths and CRCs up to IEND, JPEG segments up
+// to EOI) that locate damage by offset, then stb_image for the pixels.
+#include "data/image.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <stb/stb_image.h>
+
+#include "common/error.h"
+
+namespace frugal::data {
+
+namespace {
+
+const unsigned char kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+[[noreturn]] void damaged(const std::string& name, const char* format, std::size_t offset, const std::string& what) {
+  throw Error(name + ": damaged " + format + " at byte offset " + std::to_string(offset) + ": " + what);
+}
+
+// Walks the chunks from the signature to IEND, checking that each lies inside the file and
+// that its CRC matches (stb_image checks neither, and would decode a damaged file silently).
+void check_png(const unsigned char* b, std::size_t n, const std::string& name) {
+  std::size_t pos = 8;
+  bool first = true;
+  for (;;) {
+    if (pos + 8 > n) damaged(name, "PNG", pos, "file ends before the IEND chunk (truncated)");
+    const std::uint32_t length = be32(b + pos);
+    const unsigned char* type = b + pos + 4;
+    const std::string type_name(reinterpret_cast<const char*>(type), 4);
+    if (length > 0x7fffffffu) damaged(name, "PNG", pos, "chunk length " + std::to_string(length) + " is invalid");
+    if (first && type_name != "IHDR") damaged(name, "PNG", pos, "the first chunk is not IHDR");
+    first = false;
+    if (pos + 12 + std::size_t{length} > n)
+      damaged(name, "PNG", pos, "chunk " + type_name + " of " + std::to_string(length) +
+                                    " bytes runs past the end of the file (truncated)");
+    const std::uint32_t stored = be32(b + pos + 8 + length);
+    const auto computed = static_cast<std::uint32_t>(crc32(crc32(0L, nullptr, 0), type, length + 4));
+    if (stored != computed)
+      damaged(name, "PNG", pos, "chunk " + type_name + " has CRC " + hex(stored) + " but its bytes give " + hex(computed));
+    pos += 12 + std::size_t{length};
+    if (type_name == "IEND") return;
+  }
+}
+
+// Walks the JPEG segments: every marker segment must fit in the file, and entropy-coded data
+// (where 0xFF is always followed by 0x00 or a restart marker) must end in a marker, the last
+// being EOI. stb_image pads a truncated scan with zeros instead of failing.
+void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) {
+  std::size_t pos = 2;
+  for (;;) {
+    if (pos >= n) damaged(name, "JPEG", pos, "file ends before the EOI marker (truncated)");
+    if (b[pos] != 0xFF) damaged(name, "JPEG", pos, "expected a marker, found byte " + hex(b[pos]));
+    while (pos < n && b[pos] == 0xFF) ++pos;  // fill bytes
+    if (pos >= n) damaged(name, "JPEG", pos, "file ends before the EOI marker (truncated)");
+    const unsigned char marker = b[pos++];
+    if (marker == 0xD9) return;                                      // EOI
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;  // no length
+    if (pos + 2 > n) damaged(name, "JPEG", pos, "file ends inside a marker (truncated)");
+    const std::size_t length = (std::size_t{b[pos]} << 8) | b[pos + 1];
+    if (length < 2) damaged(name, "JPEG", pos, "segment length " + std::to_string(length) + " is invalid");
+    if (pos + length > n)
+      damaged(name, "JPEG", pos - 2, "segment of " + std::to_string(length) + " bytes runs past the end (truncated)");
+    pos += length;
+    if (marker != 0xDA) continue;  // SOS: entropy-coded data follows, up to the next marker
+    for (;;) {
+      const void* ff = std::memchr(b + pos, 0xFF, n - pos);
+      if (!ff) damaged(name, "JPEG", n, "scan data runs to the end of the file without EOI (truncated)");
+      pos = static_cast<std::size_t>(static_cast<const unsigned char*>(ff) - b);
+      if (pos + 1 >= n) damaged(name, "JPEG", pos, "file ends inside the scan data (truncated)");
+      const unsigned char next = b[pos + 1];
+      if (next == 0x00 || (next >= 0xD0 && next <= 0xD7)) {
+        pos += 2;
+        continue;
+      }
+      break;  // a real marker
+    }
+  }
+}
+
+struct StbFree {
+  void operator()(void* p) const { stbi_image_free(p); }
+};
+
+}  // namespace
+
+std::string ImageShape::str() const {
+  return std::to_string(height) + "x" + std::to_string(width) + "x" + std::to_string(channels) +
+         (is_float ? " float32 " : " uint8 ") + (layout == ImageLayout::HWC ? "HWC" : "CHW");
+}
+
+ImageFormat sniff_image_format(const unsigned char* bytes, std::size_t size) {
+  if (size >= 8 && std::memcmp(bytes, kPngSignature, 8) == 0) return ImageFormat::Png;
+  if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return ImageFormat::Jpeg;
+  return ImageFormat::Unknown;
+}
+
+const char* image_format_name(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::Png: return "PNG";
+    case ImageFormat::Jpeg: return "JPEG";
+    default: return "unknown";
+  }
+}
+
+void decode_image(const unsigned char* bytes, std::size_t size, int channels, const std::string& name, Image& out) {
+  FRUGAL_CHECK(channels >= 0 && channels <= 4,
+               "decode_image: channels must be 0 (as stored), 1, 2, 3 or 4, got " + std::to_string(channels));
+  const ImageFormat format = sniff_image_format(bytes, size);
+  if (format == ImageFormat::Unknown) {
+    std::string start;
+    for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i) start += (i ? " " : "") + hex(bytes[i]);
+    throw Error(name + ": not a PNG or JPEG image (" + std::to_string(size) + " bytes" +
+                (size ? ", starting " + start : std::string()) + ")");
+  }
+  if (format == ImageFormat::Png) check_png(bytes, size, name);
+  else check_jpeg(bytes, size, name);
+  FRUGAL_CHECK(size <= 0x7fffffff, name + ": image files over 2 GiB are not supported");
+  const int len = static_cast<int>(size);
+
+  int width = 0, height = 0, stored = 0;
+  if (!stbi_info_from_memory(bytes, len, &width, &height, &stored))
+    throw Error(name + ": cannot read the " + image_format_name(format) + " header: " + stbi_failure_reason());
+  if (std::int64_t{width} * height > kMaxImagePixels)
+    throw Error(name + ": image of " + std::to_string(width) + "x" + std::to_string(height) +
+                " pixels is larger than the limit of " + std::to_string(kMaxImagePixels) + " pixels");
+  const int want = channels ? channels : stored;
+  ImageShape shape{height, width, want, false, ImageLayout::HWC};
+  int w = 0, h = 0, c = 0;
+  if (format == ImageFormat::Png && stbi_is_16_bit_from_memory(bytes, len)) {
+    std::unique_ptr<stbi_us, StbFree> pixels(stbi_load_16_from_memory(bytes, len, &w, &h, &c, want));
+    if (!pixels) throw Error(name + ": cannot decode the 16-bit PNG: " + stbi_failure_reason());
+    shape.is_float = true;
+    auto* dst = static_cast<float*>(out.reset(shape));
+    const std::size_t count = shape.numel();
+    for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(pixels.get()[i]) * (1.0f / 65535.0f);
+  } else {
+    std::unique_ptr<stbi_uc, StbFree> pixels(stbi_load_from_memory(bytes, len, &w, &h, &c, want));
+    if (!pixels)
+      throw Error(name + ": cannot decode the " + image_format_name(format) + ": " + stbi_failure_reason());
+    std::memcpy(out.reset(shape), pixels.get(), shape.nbytes());
+  }
+  FRUGAL_CHECK(w == width && h == height, name + ": decoded size differs from the header's");
+}
+
+void read_file_into(const std::string& path, std::vector<unsigned char>& buffer) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw Error(path + ": cannot stat: " + std::strerror(e));
+  }
+  buffer.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < buffer.size()) {
+    const ssize_t got = ::read(fd, buffer.data() + done, buffer.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int e = errno;
+      ::close(fd);
+      throw Error(path + ": read failed after " + std::to_string(done) + " of " + std::to_string(buffer.size()) +
+                  " bytes" + (got < 0 ? std::string(": ") + std::strerror(e) : std::string()));
+    }
+    done += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
+}
+
+}  // namespace frugal::data

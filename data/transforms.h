@@ -1,0 +1,123 @@
+// Image transforms with torchvision's names and semantics, composed in order: Resize,
+// RandomCrop (with padding), CenterCrop, RandomHorizontalFlip, ToTensor (HWC uint8 -> CHW
+// float in [0, 1]) and Normalize. Each knows the shape it produces, so a dataset knows its
+// sample shape before decoding anything; random ones draw from the sample's own generator.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/image.h"
+#include "data/sample_random.h"
+
+namespace frugal::data {
+
+class Transform {
+ public:
+  virtual ~Transform() = default;
+  // The shape this transform makes of `in`; a frugal::Error when it cannot take `in`.
+  virtual ImageShape output_shape(const ImageShape& in) const = 0;
+  // Writes the transformed `in` into `out` and returns true, or returns false when the image
+  // passes through unchanged (a flip that was not drawn), saving a copy.
+  virtual bool apply(const Image& in, Image& out, SampleRandom& random) const = 0;
+  virtual std::string name() const = 0;
+};
+using TransformPtr = std::shared_ptr<const Transform>;
+
+// Bilinear resampling with half-pixel centres (as torch's interpolate with
+// align_corners=False, without antialiasing). With one size the shorter side becomes `size`
+// and the other keeps the aspect ratio (torchvision's Resize(int)).
+class Resize : public Transform {
+ public:
+  Resize(int height, int width);
+  explicit Resize(int shorter_side);
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+ private:
+  int height_ = 0, width_ = 0, shorter_ = 0;
+};
+
+// Pads every side with `padding` zeros, then takes a size x size window at a random place.
+class RandomCrop : public Transform {
+ public:
+  RandomCrop(int height, int width, int padding);
+  explicit RandomCrop(int size, int padding = 0) : RandomCrop(size, size, padding) {}
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+ private:
+  int height_, width_, padding_;
+};
+
+// The central window (zero-padded where the image is smaller, as torchvision does).
+class CenterCrop : public Transform {
+ public:
+  CenterCrop(int height, int width);
+  explicit CenterCrop(int size) : CenterCrop(size, size) {}
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+ private:
+  int height_, width_;
+};
+
+// Mirrors left-right with probability p.
+class RandomHorizontalFlip : public Transform {
+ public:
+  explicit RandomHorizontalFlip(double p = 0.5);
+  ImageShape output_shape(const ImageShape& in) const override { return in; }
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+ private:
+  double p_;
+};
+
+// HWC (or CHW) uint8 in [0, 255] -> CHW float32 in [0, 1]; a float image (from a 16-bit PNG,
+// already in [0, 1]) is only laid out as CHW.
+class ToTensor : public Transform {
+ public:
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override { return "ToTensor()"; }
+};
+
+// (x - mean[c]) / std[c] on a CHW float image; one mean/std value applies to every channel.
+class Normalize : public Transform {
+ public:
+  Normalize(std::vector<float> mean, std::vector<float> std);
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+ private:
+  std::vector<float> mean_, inv_std_;
+};
+
+// Transforms applied in order.
+class Compose {
+ public:
+  Compose() = default;
+  Compose(std::vector<TransformPtr> transforms);  // NOLINT: a list reads naturally
+  Compose(std::initializer_list<TransformPtr> transforms) : Compose(std::vector<TransformPtr>(transforms)) {}
+  Compose& add(TransformPtr t);
+  ImageShape output_shape(ImageShape in) const;
+  // Runs every transform, ping-ponging between the two scratch images; returns the result
+  // (which is `in` itself when nothing changed it).
+  const Image& operator()(const Image& in, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
+  bool empty() const { return transforms_.empty(); }
+  std::string str() const;
+
+ private:
+  std::vector<TransformPtr> transforms_;
+};
+
+// Writes `image` to `dst` as CHW, keeping its element type (the layout of a batch slot).
+void write_chw(const Image& image, void* dst);
+
+}  // namespace frugal::data

@@ -1,0 +1,104 @@
+// Image file writers for the tests (stb_image_write's implementation lives here).
+#include "image_files.h"
+
+#include <zlib.h>
+
+#include <stdexcept>
+
+#include "temp_dir.h"
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STBI_WRITE_NO_STDIO
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#endif
+#include <stb/stb_image_write.h>
+
+namespace frugal::test {
+
+namespace {
+
+void append(void* context, void* data, int size) {
+  auto* out = static_cast<std::vector<std::uint8_t>*>(context);
+  out->insert(out->end(), static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(data) + size);
+}
+
+void put_be32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
+}
+
+void chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& data) {
+  put_be32(out, static_cast<std::uint32_t>(data.size()));
+  const std::size_t start = out.size();
+  out.insert(out.end(), type, type + 4);
+  out.insert(out.end(), data.begin(), data.end());
+  put_be32(out, static_cast<std::uint32_t>(crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> pattern_image(int height, int width, int channels) {
+  std::vector<std::uint8_t> p(static_cast<std::size_t>(height * width * channels));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < channels; ++c) p[static_cast<std::size_t>((y * width + x) * channels + c)] = pattern(y, x, c);
+  return p;
+}
+
+void write_png(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels) {
+  std::vector<std::uint8_t> out;
+  if (!stbi_write_png_to_func(append, &out, width, height, channels, pixels, width * channels))
+    throw std::runtime_error("stbi_write_png failed");
+  write_bytes(path, out);
+}
+
+void write_jpeg(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels, int quality) {
+  std::vector<std::uint8_t> out;
+  if (!stbi_write_jpg_to_func(append, &out, width, height, channels, pixels, quality))
+    throw std::runtime_error("stbi_write_jpg failed");
+  write_bytes(path, out);
+}
+
+void write_png16(const std::string& path, int height, int width, int channels, const std::uint16_t* pixels) {
+  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::uint8_t> ihdr;
+  put_be32(ihdr, static_cast<std::uint32_t>(width));
+  put_be32(ihdr, static_cast<std::uint32_t>(height));
+  const std::uint8_t color_type = channels == 1 ? 0 : channels == 3 ? 2 : channels == 4 ? 6 : 4;
+  ihdr.insert(ihdr.end(), {16, color_type, 0, 0, 0});
+  chunk(out, "IHDR", ihdr);
+  std::vector<std::uint8_t> raw;  // filter byte 0 then big-endian samples, per row
+  for (int y = 0; y < height; ++y) {
+    raw.push_back(0);
+    for (int i = 0; i < width * channels; ++i) {
+      const std::uint16_t v = pixels[y * width * channels + i];
+      raw.push_back(static_cast<std::uint8_t>(v >> 8));
+      raw.push_back(static_cast<std::uint8_t>(v));
+    }
+  }
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::vector<std::uint8_t> z(size);
+  if (compress(z.data(), &size, raw.data(), static_cast<uLong>(raw.size())) != Z_OK)
+    throw std::runtime_error("zlib compress failed");
+  z.resize(size);
+  chunk(out, "IDAT", z);
+  chunk(out, "IEND", {});
+  write_bytes(path, out);
+}
+
+std::vector<std::uint8_t> png_bytes(int height, int width, int channels) {
+  const auto pixels = pattern_image(height, width, channels);
+  std::vector<std::uint8_t> out;
+  stbi_write_png_to_func(append, &out, width, height, channels, pixels.data(), width * channels);
+  return out;
+}
+
+std::vector<std::uint8_t> jpeg_bytes(int height, int width, int channels) {
+  const auto pixels = pattern_image(height, width, channels);
+  std::vector<std::uint8_t> out;
+  stbi_write_jpg_to_func(append, &out, width, height, channels, pixels.data(), 95);
+  return out;
+}
+
+}  // namespace frugal::test
