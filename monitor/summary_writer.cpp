@@ -47,9 +47,13 @@ SummaryWriter::SummaryWriter(const std::string& log_dir, SummaryWriterOptions op
   file_ = std::fopen(path_.c_str(), "wb");
   FRUGAL_CHECK(file_ != nullptr, "SummaryWriter: cannot create '" + path_ + "': " + std::strerror(errno));
   // The version event goes out at once: TensorBoard recognises the file from its first record.
-  std::lock_guard<std::mutex> lock(mutex_);
   append_event(encode_file_version_event(unix_time_now()));
-  flush_locked();
+  try {
+    flush_locked();
+  } catch (...) {
+    std::fclose(file_);  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
 SummaryWriter::~SummaryWriter() {
