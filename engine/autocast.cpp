@@ -78,7 +78,7 @@ bool should_apply(Device device) {
   return !t.suspended && (device.is_cuda() ? t.cuda.enabled : t.cpu.enabled);
 }
 
-SuspendGuard::SuspendGuard() : previous_(state().suspended) { state().suspended = true; }
+SuspendGuard::SuspendGuard(bool suspend) : previous_(state().suspended) { state().suspended = suspend; }
 SuspendGuard::~SuspendGuard() { state().suspended = previous_; }
 
 namespace detail {

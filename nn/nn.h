@@ -3,8 +3,10 @@
 
 #include "engine/frugal.h"
 #include "nn/amp/grad_scaler.h"
+#include "nn/batch_size_finder.h"
 #include "nn/batchnorm.h"
 #include "nn/clip_grad.h"
+#include "nn/checkpoint_sequential.h"
 #include "nn/conv.h"
 #include "nn/init.h"
 #include "nn/linear.h"

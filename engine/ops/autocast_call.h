@@ -20,9 +20,11 @@ namespace frugal::autocast {
 bool should_apply(Device device);
 
 // Suspends autocast on this thread while it lives (inside an op applying its row; backward).
+// With suspend=false it lifts a suspension instead: a checkpoint recomputing its forward
+// inside backward runs under the autocast state its forward had.
 class SuspendGuard {
  public:
-  SuspendGuard();
+  explicit SuspendGuard(bool suspend = true);
   ~SuspendGuard();
   SuspendGuard(const SuspendGuard&) = delete;
   SuspendGuard& operator=(const SuspendGuard&) = delete;
