@@ -55,15 +55,17 @@ void write_digest(const std::string& path, const nn::NamedTensors& tensors) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const TrainState& s) {
+                     const amp::GradScaler& scaler, const TrainState& s) {
   nn::NamedTensors tensors;
   for (const auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
   for (const auto& [name, t] : optimizer.state_dict()) tensors.emplace_back("optimizer." + name, t);
+  for (const auto& [name, t] : scaler.state_dict()) tensors.emplace_back("scaler." + name, t);
   const std::map<std::string, std::string> meta = {
       {"format", kFormat},
       {"model", s.model},
       {"optimizer", s.optimizer},
       {"lr_schedule", s.lr_schedule},
+      {"amp", s.amp},
       {"epoch", std::to_string(s.epoch)},
       {"step_in_epoch", std::to_string(s.step_in_epoch)},
       {"global_step", std::to_string(s.global_step)},
@@ -77,7 +79,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const opt
 }
 
 TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                           const TrainState& expect) {
+                           amp::GradScaler& scaler, const TrainState& expect) {
   const data::SafetensorsFile file = data::load_safetensors(path);
   const auto& meta = file.metadata;
   auto get = [&](const std::string& key) { return meta_value(meta, key, path); };
@@ -90,6 +92,10 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
                                             "' model but --model is '" + expect.model + "'");
   FRUGAL_CHECK(s.optimizer == expect.optimizer, path + ": the checkpoint was made with --optimizer " +
                                                     s.optimizer + " but this run uses " + expect.optimizer);
+  // Checkpoints from before mixed precision have no "amp": they were float32 runs.
+  s.amp = meta.count("amp") ? get("amp") : "off";
+  FRUGAL_CHECK(s.amp == expect.amp, path + ": the checkpoint was made with --amp " + s.amp +
+                                        " but this run uses --amp " + expect.amp);
   FRUGAL_CHECK(s.lr_schedule == expect.lr_schedule, path + ": the checkpoint was made with --lr-schedule " +
                                                         s.lr_schedule + " but this run uses " + expect.lr_schedule);
   s.epoch = parse_int(meta, "epoch", path);
@@ -98,14 +104,16 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
   s.seed = static_cast<std::uint64_t>(parse_int(meta, "seed", path));
   s.rng_seed = static_cast<std::uint64_t>(parse_int(meta, "rng_seed", path));
   s.rng_offset = static_cast<std::uint64_t>(parse_int(meta, "rng_offset", path));
-  nn::NamedTensors model_state, optimizer_state;
+  nn::NamedTensors model_state, optimizer_state, scaler_state;
   for (const auto& [name, t] : file.tensors) {
     if (name.rfind("model.", 0) == 0) model_state.emplace_back(name.substr(6), t);
     else if (name.rfind("optimizer.", 0) == 0) optimizer_state.emplace_back(name.substr(10), t);
+    else if (name.rfind("scaler.", 0) == 0) scaler_state.emplace_back(name.substr(7), t);
     else throw Error(path + ": unexpected tensor '" + name + "' in a frugal-train checkpoint");
   }
   model.load_state_dict(model_state);
   optimizer.load_state_dict(optimizer_state);
+  scaler.load_state_dict(scaler_state);
   default_generator().set_state(s.rng_seed, s.rng_offset);
   return s;
 }

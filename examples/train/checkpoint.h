@@ -1,6 +1,7 @@
 // frugal-train's checkpoints: one safetensors file holding the model ("model.<name>"), the
-// optimizer state ("optimizer.<name>") and, in its metadata, where training stood (epoch,
-// step, RNG state), so that --resume continues exactly where a run stopped.
+// optimizer state ("optimizer.<name>"), the fp16 loss scaler's ("scaler.<name>") and, in its
+// metadata, where training stood (epoch, step, RNG state), so that --resume continues exactly
+// where a run stopped.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@ struct TrainState {
   std::string model;              // the --model it was made with
   std::string optimizer;          // "sgd" or "adamw"
   std::string lr_schedule;        // "constant" or "cosine"
+  std::string amp = "off";        // "off", "bf16" or "fp16"
   std::int64_t epoch = 0;         // the epoch in progress (0-based)
   std::int64_t step_in_epoch = 0; // batches of that epoch already done
   std::int64_t global_step = 0;
@@ -25,10 +27,11 @@ struct TrainState {
 // it PATH.digest.json: dtype, shape and crc32 of every tensor as held in memory, for
 // bench/check_checkpoint.py to compare with what it reads from the file.
 void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const TrainState& state);
-// Restores model, optimizer and the default generator; returns where training stood. A file
-// made for another model, optimizer or schedule than `expect` names is a frugal::Error saying so.
+                     const amp::GradScaler& scaler, const TrainState& state);
+// Restores model, optimizer, scaler and the default generator; returns where training stood. A
+// file made for another model, optimizer, schedule or amp mode than `expect` names is a
+// frugal::Error saying so.
 TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
-                           const TrainState& expect);
+                           amp::GradScaler& scaler, const TrainState& expect);
 
 }  // namespace frugal::train

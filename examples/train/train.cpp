@@ -2,7 +2,8 @@
 // progress bar with loss, accuracy, images/s and the allocator's memory; evaluates on the
 // test set after every epoch; saves and resumes safetensors checkpoints; --metrics-json.
 // --device cuda trains on a GPU: each batch is staged in pinned memory and copied with
-// non_blocking on the device's copy stream.
+// non_blocking on the device's copy stream. --amp bf16|fp16 trains in mixed precision, --accum K
+// in K micro-batches per step (examples/train/step.h).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "examples/train/checkpoint.h"
+#include "examples/train/step.h"
 #include "kernels/cpu/parallel.h"
 #include "nn/nn.h"
 
@@ -44,9 +46,11 @@ Tensor to_device(const Tensor& t, Device device) {
 }
 
 // Accuracy on a dataset, in evaluation mode and without autograd.
-double evaluate(nn::Module& model, const data::MnistDataset& set, std::int64_t batch_size, Device device) {
+double evaluate(nn::Module& model, const data::MnistDataset& set, std::int64_t batch_size, Device device,
+                const train::AmpMode& amp) {
   model.eval();
   InferenceMode no_graph;
+  AutocastGuard autocast(device.type(), amp.dtype, amp.enabled());  // as in training
   std::int64_t correct = 0;
   for (std::int64_t start = 0; start < set.size(); start += batch_size) {
     const std::int64_t n = std::min(batch_size, set.size() - start);
@@ -97,6 +101,8 @@ int run(int argc, char** argv) {
   cli.option("lr-schedule", "NAME", "constant, or cosine (from --lr down to 0 over the run, set every step)",
              "constant");
   cli.option("device", "DEVICE", "cpu, cuda or cuda:N", "cpu");
+  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (fp16 with dynamic loss scaling)", "off");
+  cli.option("accum", "K", "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
@@ -115,6 +121,11 @@ int run(int argc, char** argv) {
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
   FRUGAL_CHECK(epochs >= 1 && batch_size >= 1, "--epochs and --batch-size must be at least 1");
   FRUGAL_CHECK(!cli.has("max-steps") || max_steps >= 1, "--max-steps must be at least 1");
+  const train::AmpMode amp = train::parse_amp(cli.get("amp"));
+  const std::int64_t accum = cli.get_int("accum");
+  FRUGAL_CHECK(accum >= 1 && accum <= batch_size,
+               "--accum must be between 1 and --batch-size (" + std::to_string(batch_size) + "), got " +
+                   std::to_string(accum));
   if (cli.has("threads")) kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   const Device requested(cli.get("device"));
   auto& allocator = allocator_for(requested, "--device");  // the clear error for a missing GPU, first
@@ -128,13 +139,16 @@ int run(int argc, char** argv) {
   model->to(device);  // before the optimizer takes the parameters
   auto optimizer = make_optimizer(optimizer_name, *model, lr, cli.get_double("momentum"),
                                   cli.get_double("weight-decay"));
+  // Loss scaling only where float16 needs it; bf16 and float32 step plainly.
+  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
   train::TrainState state;
+  state.amp = amp.name;
   state.model = model_name;
   state.optimizer = optimizer_name;
   state.lr_schedule = cli.get("lr-schedule");
   state.seed = seed;
   if (cli.has("resume")) {
-    state = train::load_checkpoint(cli.get("resume"), *model, *optimizer, state);
+    state = train::load_checkpoint(cli.get("resume"), *model, *optimizer, scaler, state);
     FRUGAL_CHECK(state.seed == seed, "--resume: the checkpoint was made with --seed " + std::to_string(state.seed) +
                                          "; pass the same seed to continue the same run");
     std::fprintf(stderr, "resumed from %s at epoch %lld, step %lld\n", cli.get("resume").c_str(),
@@ -151,15 +165,17 @@ int run(int argc, char** argv) {
   const auto schedule = make_schedule(state.lr_schedule, *optimizer, epochs * loader.num_batches());
   if (schedule) schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
 
-  std::printf("frugal-train: %s on %s, %lld parameters, %s lr %g (%s), batch %lld, %d threads, %lld train / "
-              "%lld test images\n",
+  std::printf("frugal-train: %s on %s, %lld parameters, %s lr %g (%s), batch %lld%s, amp %s, %d threads, %lld "
+              "train / %lld test images\n",
               model_name.c_str(), device.str().c_str(), static_cast<long long>(model->parameter_count()),
-              optimizer_name.c_str(), lr, state.lr_schedule.c_str(),
-              static_cast<long long>(batch_size), kernels::cpu::get_num_threads(),
+              optimizer_name.c_str(), lr, state.lr_schedule.c_str(), static_cast<long long>(batch_size),
+              accum > 1 ? (" in " + std::to_string(accum) + " micro-batches").c_str() : "", amp.name.c_str(),
+              kernels::cpu::get_num_threads(),
               static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()));
   std::vector<EpochResult> results;
   double train_seconds = 0;
   std::int64_t train_images = 0;
+  std::int64_t skipped_steps = 0;  // fp16 steps the scaler skipped for inf/NaN gradients
   double test_accuracy = 0;
   bool stopped_early = false;
 
@@ -167,7 +183,7 @@ int run(int argc, char** argv) {
     if (!cli.has("save")) return;
     state.rng_seed = default_generator().seed();
     state.rng_offset = default_generator().offset();
-    train::save_checkpoint(cli.get("save"), *model, *optimizer, state);
+    train::save_checkpoint(cli.get("save"), *model, *optimizer, scaler, state);
   };
 
   while (state.epoch < epochs) {
@@ -184,17 +200,13 @@ int run(int argc, char** argv) {
         break;
       }
       const data::Batch batch = loader.batch(b);
-      const Tensor target = to_device(batch.target, device);
-      Tensor logits = model->forward(to_device(batch.data, device));
-      Tensor loss = cross_entropy(logits, target);
-      correct += eq(argmax(logits, 1), target).sum().item<std::int64_t>();
-      logits = Tensor();  // the graph keeps what backward needs; the handle is not needed
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
+      const train::StepResult r = train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
+                                                    to_device(batch.target, device), accum);
       if (schedule) schedule->step();
+      skipped_steps += r.stepped ? 0 : 1;
       const std::int64_t n = batch.target.size(0);
-      loss_sum += static_cast<double>(loss.item<float>()) * static_cast<double>(n);
+      correct += r.correct;
+      loss_sum += r.loss_sum;
       seen += n;
       ++state.global_step;
       state.step_in_epoch = b + 1;
@@ -212,7 +224,7 @@ int run(int argc, char** argv) {
     train_seconds += epoch_seconds;
     train_images += seen;
     if (seen == 0) break;
-    test_accuracy = evaluate(*model, test_set, batch_size, device);
+    test_accuracy = evaluate(*model, test_set, batch_size, device, amp);
     const EpochResult r{state.epoch + 1, loss_sum / static_cast<double>(seen),
                         static_cast<double>(correct) / static_cast<double>(seen), test_accuracy,
                         static_cast<double>(seen) / epoch_seconds};
@@ -246,6 +258,10 @@ int run(int argc, char** argv) {
     j.field("epochs", epochs);
     j.field("steps", state.global_step);
     j.field("batch_size", batch_size);
+    j.field("amp", amp.name);
+    j.field("accum", accum);
+    j.field("skipped_steps", skipped_steps);
+    if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
     j.field("test_accuracy", test_accuracy);
     j.field("train_images_per_sec", images_per_sec);

@@ -1,0 +1,56 @@
+// frugal-train's step: micro-batches, autocast around forward and loss only, scaled backward,
+// and the scaler's step. The order of releases matters for the peak: each micro-batch's graph
+// is gone (backward freed it) before the next forward starts.
+#include "examples/train/step.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace frugal::train {
+
+AmpMode parse_amp(const std::string& text) {
+  AmpMode m;
+  m.name = text;
+  if (text == "off") return m;
+  if (text == "bf16") {
+    m.dtype = kBFloat16;
+    return m;
+  }
+  if (text == "fp16") {
+    m.dtype = kFloat16;
+    return m;
+  }
+  throw ConfigError("--amp must be off, bf16 or fp16, got '" + text + "'");
+}
+
+StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradScaler& scaler,
+                      const AmpMode& amp, const Tensor& images, const Tensor& targets,
+                      std::int64_t accum) {
+  FRUGAL_CHECK(accum >= 1, "train_step: accum must be at least 1");
+  const std::int64_t n = images.size(0);
+  StepResult r;
+  optimizer.zero_grad();
+  for (std::int64_t k = 0; k < accum; ++k) {
+    const std::int64_t begin = k * n / accum, end = (k + 1) * n / accum;
+    if (begin == end) continue;  // a last batch smaller than accum
+    const Tensor x = images.narrow(0, begin, end - begin);
+    const Tensor y = targets.narrow(0, begin, end - begin);
+    Tensor loss;
+    {
+      // Forward and loss only: backward runs each op in the dtype its forward chose.
+      AutocastGuard autocast(images.device().type(), amp.dtype, amp.enabled());
+      const Tensor logits = model.forward(x);
+      loss = cross_entropy(logits, y);
+      r.correct += eq(argmax(logits, 1), y).sum().item<std::int64_t>();
+    }
+    r.loss_sum += static_cast<double>(loss.item<float>()) * static_cast<double>(end - begin);
+    const double share = static_cast<double>(end - begin) / static_cast<double>(n);
+    scaler.scale(accum == 1 ? loss : mul(loss, share)).backward();
+  }
+  r.stepped = scaler.step(optimizer);
+  scaler.update();
+  return r;
+}
+
+}  // namespace frugal::train
