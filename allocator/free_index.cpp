@@ -1,5 +1,5 @@
-// Exact best-fit search over free blocks: the cold paths (a search that leaves the first
-// bitmap word, huge blocks, the largest block) and the lazily mapped tables.
+// Exact best-fit search over free blocks: the cold paths (a search that finds nothing in
+// the bitmaps, huge blocks, the largest block) and the lazily mapped tables.
 #include "allocator/free_index.h"
 
 #include <sys/mman.h>
@@ -36,6 +36,17 @@ FreeIndex::~FreeIndex() {
 }
 
 Block* FreeIndex::best_fit_slow(std::size_t key) const {
+  Block* const table = table_best_fit_slow(key);
+  // The front block is never huge: when it fits, it is smaller than any huge block, and
+  // the bitmaps hold nothing that fits (that is how the search got here).
+  if (front_ != nullptr && front_key_ >= key &&
+      (table == nullptr || front_key_ <= table->size / kUnitBytes)) {
+    return front_;
+  }
+  return table;
+}
+
+Block* FreeIndex::table_best_fit_slow(std::size_t key) const {
   if (key >= kFlatSizes) {
     const auto it = huge_.lower_bound({key * kUnitBytes, nullptr});
     return it == huge_.end() ? nullptr : it->second;
@@ -62,7 +73,7 @@ void FreeIndex::insert_huge(Block* block) {
 void FreeIndex::erase_huge(Block* block) { huge_.erase({block->size, block}); }
 
 std::size_t FreeIndex::count() const {
-  std::size_t n = huge_.size();
+  std::size_t n = huge_.size() + (front_ != nullptr);
   for (std::size_t w = 0; w < kWords; ++w) {
     for (std::uint64_t m = words_[w]; m != 0; m &= m - 1) {
       for (const Block* b = heads_[w * 64 + std::countr_zero(m)]; b != nullptr; b = b->link_next) ++n;
@@ -72,7 +83,7 @@ std::size_t FreeIndex::count() const {
 }
 
 std::size_t FreeIndex::bytes() const {
-  std::size_t total = 0;
+  std::size_t total = front_ != nullptr ? front_->size : 0;
   for (const auto& [size, block] : huge_) total += size;
   for (std::size_t w = 0; w < kWords; ++w) {
     for (std::uint64_t m = words_[w]; m != 0; m &= m - 1) {
@@ -86,10 +97,11 @@ std::size_t FreeIndex::bytes() const {
 
 Block* FreeIndex::largest() const {
   if (!huge_.empty()) return huge_.rbegin()->second;
-  if (top_ == 0) return nullptr;
+  if (top_ == 0) return front_;
   const std::size_t s = 63 - std::countl_zero(top_);
   const std::size_t w = s * 64 + 63 - std::countl_zero(summary_[s]);
-  return heads_[w * 64 + 63 - std::countl_zero(words_[w])];
+  Block* const table = heads_[w * 64 + 63 - std::countl_zero(words_[w])];
+  return front_ != nullptr && front_->size > table->size ? front_ : table;
 }
 
 }  // namespace frugal::alloc

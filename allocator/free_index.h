@@ -4,8 +4,9 @@
 // three count-trailing-zeros — no scan, whatever the number of free blocks — and a table
 // indexed by size holds each size's list head (its pages are touched only for sizes that
 // occur). Blocks of equal size are taken most-recently-freed first (warm in cache). Rare
-// huge blocks live in an ordered set. The hot operations are inline: they run on every
-// allocation and free.
+// huge blocks live in an ordered set. The most recently inserted block waits in a front
+// slot before it enters the tables (see insert). The hot operations are inline: they run
+// on every allocation and free.
 #pragma once
 
 #include <bit>
@@ -29,54 +30,31 @@ class FreeIndex {
   FreeIndex(const FreeIndex&) = delete;
   FreeIndex& operator=(const FreeIndex&) = delete;
 
+  // The newest block goes to the front slot, and the block it displaces into the tables.
+  // Most inserts are the remainder of a split whose allocation is freed soon after, and
+  // then merges the remainder back: in the slot, the remainder's size never touches the
+  // bitmaps or the large head table (a random entry, usually a cache miss). Equal sizes
+  // still come back newest first: the slot holds the newest block of all.
   void insert(Block* block) {
     const std::size_t key = block->size / kUnitBytes;
-    block->link_prev = nullptr;
+    block->link_prev = block->link_next = nullptr;
     if (key >= kFlatSizes) [[unlikely]] {
       insert_huge(block);
       return;
     }
-    // The bitmap, small and usually cached, says whether the size's list is empty. Only a
-    // non-empty list's head is read from the large table (a likely cache miss, which
-    // stalls); storing a new head does not stall.
-    const std::uint64_t word = words_[key / 64];
-    if (word & bit(key)) {
-      Block* head = heads_[key];
-      block->link_next = head;
-      head->link_prev = block;
-      heads_[key] = block;
-      return;
-    }
-    block->link_next = nullptr;
-    heads_[key] = block;
-    words_[key / 64] = word | bit(key);
-    summary_[key / 4096] |= bit(key / 64);
-    top_ |= bit(key / 4096);
+    Block* const displaced = front_;
+    front_ = block;
+    front_key_ = key;
+    if (displaced != nullptr) insert_table(displaced, displaced->size / kUnitBytes);
   }
 
   void erase(Block* block) {
-    const std::size_t key = block->size / kUnitBytes;
-    if (key >= kFlatSizes) [[unlikely]] {
-      erase_huge(block);
+    if (block == front_) {
+      front_ = nullptr;
+      front_key_ = kNoFront;
       return;
     }
-    Block* const prev = block->link_prev;
-    Block* const next = block->link_next;
-    if (next != nullptr) next->link_prev = prev;
-    if (prev != nullptr) [[unlikely]] {
-      prev->link_next = next;
-    } else {
-      heads_[key] = next;
-      // Clears occupancy upwards while levels become empty — without branches: whether a
-      // list, word or summary empties depends on the sizes in use and is unpredictable.
-      const std::uint64_t word = words_[key / 64] & ~(std::uint64_t{next == nullptr} << (key & 63));
-      words_[key / 64] = word;
-      const std::uint64_t group =
-          summary_[key / 4096] & ~(std::uint64_t{word == 0} << (key / 64 & 63));
-      summary_[key / 4096] = group;
-      top_ &= ~(std::uint64_t{group == 0} << (key / 4096));
-    }
-    block->link_prev = block->link_next = nullptr;
+    erase_table(block);
   }
 
   // The most recently freed block of the smallest size >= bytes, or nullptr.
@@ -104,7 +82,11 @@ class FreeIndex {
         const std::uint64_t next_word = words_[next & (kFlatSizes / 64 - 1)];
         const std::size_t found = choose(in_word != 0, w * 64 + std::countr_zero(in_word),
                                          next * 64 + std::countr_zero(next_word));
-        return heads_[found];
+        // The front block wins when it fits and is no larger (at equal size it is newer).
+        // Unsigned wrap-around makes one comparison of "key <= front_key_ <= found".
+        const bool front = front_key_ - key <= found - key;
+        return reinterpret_cast<Block*>(choose(front, reinterpret_cast<std::uintptr_t>(front_),
+                                               reinterpret_cast<std::uintptr_t>(heads_[found])));
       }
     }
     return best_fit_slow(key);
@@ -127,14 +109,62 @@ class FreeIndex {
     return (a & mask) | (b & ~mask);
   }
   Block* best_fit_slow(std::size_t key) const;
+  Block* table_best_fit_slow(std::size_t key) const;
   void insert_huge(Block* block);
   void erase_huge(Block* block);
+
+  void insert_table(Block* block, std::size_t key) {
+    // The bitmap, small and usually cached, says whether the size's list is empty. Only a
+    // non-empty list's head is read from the large table (a likely cache miss, which
+    // stalls); storing a new head does not stall.
+    const std::uint64_t word = words_[key / 64];
+    if (word & bit(key)) {
+      Block* head = heads_[key];
+      block->link_next = head;
+      head->link_prev = block;
+      heads_[key] = block;
+      return;
+    }
+    heads_[key] = block;
+    words_[key / 64] = word | bit(key);
+    summary_[key / 4096] |= bit(key / 64);
+    top_ |= bit(key / 4096);
+  }
+
+  void erase_table(Block* block) {
+    const std::size_t key = block->size / kUnitBytes;
+    if (key >= kFlatSizes) [[unlikely]] {
+      erase_huge(block);
+      return;
+    }
+    Block* const prev = block->link_prev;
+    Block* const next = block->link_next;
+    if (next != nullptr) next->link_prev = prev;
+    if (prev != nullptr) [[unlikely]] {
+      prev->link_next = next;
+    } else {
+      heads_[key] = next;
+      // Clears occupancy upwards while levels become empty — without branches: whether a
+      // list, word or summary empties depends on the sizes in use and is unpredictable.
+      const std::uint64_t word = words_[key / 64] & ~(std::uint64_t{next == nullptr} << (key & 63));
+      words_[key / 64] = word;
+      const std::uint64_t group =
+          summary_[key / 4096] & ~(std::uint64_t{word == 0} << (key / 64 & 63));
+      summary_[key / 4096] = group;
+      top_ &= ~(std::uint64_t{group == 0} << (key / 4096));
+    }
+    block->link_prev = block->link_next = nullptr;
+  }
+
+  static constexpr std::size_t kNoFront = ~std::size_t{0};
 
   Block** heads_;                 // heads_[k]: free blocks of exactly k units, via link_*
   std::uint64_t* words_;          // bit k: heads_[k] non-empty        (kFlatSizes bits)
   std::uint64_t summary_[64]{};   // bit w: words_[w] non-zero          (4096 bits)
   std::uint64_t top_ = 0;         // bit s: summary_[s] non-zero        (64 bits)
   std::set<std::pair<std::size_t, Block*>> huge_;  // blocks of 128 MiB and more
+  Block* front_ = nullptr;          // the newest block, in none of the tables above
+  std::size_t front_key_ = kNoFront;  // its size in units (kNoFront: the slot is empty)
 };
 
 }  // namespace frugal::alloc
