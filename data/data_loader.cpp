@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -52,6 +52,12 @@ SampleError as_sample_error(std::exception_ptr error, std::int64_t index, const 
 
 }  // namespace
 
+// One epoch's shared state. With workers, a producer thread opens ONE OpenMP parallel region
+// for the whole epoch; its threads claim chunks of samples in order and write them into the
+// buffers of the batch they belong to. Batches are started only inside the window of
+// `prefetch` batches after the last one handed out, and every wait is on a condition
+// variable: no barrier per batch, so no thread spins while the consumer trains (OpenMP's
+// barriers busy-wait, which on a loaded machine costs far more than it saves).
 struct LoaderEpoch::State {
   std::shared_ptr<const Dataset> dataset;
   SampleSpec spec;
@@ -59,62 +65,82 @@ struct LoaderEpoch::State {
   std::int64_t epoch = 0;
   std::vector<std::int64_t> order;
   std::int64_t num_batches = 0;
-  std::int64_t next_to_make = 0;   // producer side
-  std::int64_t next_to_give = 0;   // consumer side
+  std::int64_t first_batch = 0;
   std::shared_ptr<std::atomic<std::int64_t>> skipped;
+  std::size_t data_bytes = 0, target_bytes = 0;
 
-  struct Ready {
+  // A batch being made or made: slot b % prefetch of the ring holds batch b.
+  struct Slot {
+    std::int64_t index = -1;  // the batch it holds
     Batch batch;
-    std::exception_ptr error;
+    std::vector<std::exception_ptr> errors;  // per sample
+    std::int64_t unfinished = 0;             // samples claimed or not yet done
+    bool done = false;
+    std::exception_ptr error;  // the batch's error for the consumer
   };
   std::mutex mutex;
-  std::condition_variable ready_changed, space_changed;
-  std::deque<Ready> ready;
-  bool producer_done = false;
-  std::atomic<bool> stop{false};
+  std::condition_variable changed;  // any change of the fields below
+  std::vector<Slot> ring;
+  std::int64_t next_position = 0;  // the next sample position (in `order`) to claim
+  std::int64_t next_to_give = 0;   // the batch the consumer takes next
+  std::exception_ptr fatal;        // a failure outside any sample (an allocation)
+  bool stop = false;
+  std::atomic<bool> stopping{false};  // the same, read without the lock between samples
   std::thread producer;
 
-  // Makes batch `b` of the epoch: allocates its buffers and has the team fill the slots.
-  // Returns nothing when stopped half-way.
-  std::optional<Ready> make(std::int64_t b);
-  void produce();
+  std::int64_t batch_count(std::int64_t b) const {
+    return std::min(options.batch_size, static_cast<std::int64_t>(order.size()) - b * options.batch_size);
+  }
+  std::int64_t end_position() const {
+    return std::min(static_cast<std::int64_t>(order.size()), num_batches * options.batch_size);
+  }
+  void allocate(Slot& slot, std::int64_t b);
+  void fill(Slot& slot, std::int64_t b, std::int64_t from, std::int64_t to);
+  void finish(Slot& slot);
+  void work();
+  Slot make_now(std::int64_t b);  // num_workers == 0: on the caller's thread
 };
 
-std::optional<LoaderEpoch::State::Ready> LoaderEpoch::State::make(std::int64_t b) {
-  const std::int64_t bs = options.batch_size;
-  const std::int64_t first = b * bs;
-  const std::int64_t count = std::min(bs, static_cast<std::int64_t>(order.size()) - first);
-  Ready out;
-  out.batch.data = empty_batch(with_batch(count, spec.data_sizes), spec.data_dtype, options.pin_memory);
-  out.batch.target = empty_batch(with_batch(count, spec.target_sizes), spec.target_dtype, options.pin_memory);
-  const std::size_t data_bytes = static_cast<std::size_t>(shape_numel(spec.data_sizes)) * element_size(spec.data_dtype);
-  const std::size_t target_bytes =
-      static_cast<std::size_t>(shape_numel(spec.target_sizes)) * element_size(spec.target_dtype);
-  auto* data = static_cast<char*>(out.batch.data.data_ptr());
-  auto* target = static_cast<char*>(out.batch.target.data_ptr());
-  const std::int64_t* indices = order.data() + first;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
-  const Dataset& set = *dataset;
-  const int workers = std::max(options.num_workers, 1);
+void LoaderEpoch::State::allocate(Slot& slot, std::int64_t b) {
+  const std::int64_t count = batch_count(b);
+  slot.index = b;
+  slot.batch.data = empty_batch(with_batch(count, spec.data_sizes), spec.data_dtype, options.pin_memory);
+  slot.batch.target = empty_batch(with_batch(count, spec.target_sizes), spec.target_dtype, options.pin_memory);
+  slot.errors.assign(static_cast<std::size_t>(count), nullptr);
+  slot.unfinished = count;
+  slot.done = false;
+  slot.error = nullptr;
+}
 
-  // Each sample is written in place into its slot; the seed of its augmentation depends on
-  // (seed, epoch, sample index) only, so any thread may make it.
-#pragma omp parallel for num_threads(workers) schedule(dynamic, 4) if (workers > 1)
-  for (std::int64_t i = 0; i < count; ++i) {
-    if (stop.load(std::memory_order_relaxed)) continue;
-    const SampleSlot slot{data + static_cast<std::size_t>(i) * data_bytes, target + static_cast<std::size_t>(i) * target_bytes,
-                          sample_seed(options.seed, epoch, indices[i])};
+// Samples [from, to) of batch b, written in place into their slots. The augmentation seed
+// depends on (seed, epoch, sample index) only, so any thread may make any sample.
+void LoaderEpoch::State::fill(Slot& slot, std::int64_t b, std::int64_t from, std::int64_t to) {
+  auto* data = static_cast<char*>(slot.batch.data.data_ptr());
+  auto* target = static_cast<char*>(slot.batch.target.data_ptr());
+  const std::int64_t base = b * options.batch_size;
+  for (std::int64_t i = from; i < to; ++i) {
+    if (stopping.load(std::memory_order_relaxed)) return;
+    const std::int64_t index = order[static_cast<std::size_t>(base + i)];
+    const SampleSlot sample{data + static_cast<std::size_t>(i) * data_bytes, target + static_cast<std::size_t>(i) * target_bytes,
+                            sample_seed(options.seed, epoch, index)};
     try {
-      set.get(indices[i], slot);
+      dataset->get(index, sample);
     } catch (...) {
-      errors[static_cast<std::size_t>(i)] = std::current_exception();
+      slot.errors[static_cast<std::size_t>(i)] = std::current_exception();
     }
   }
-  if (stop.load()) return std::nullopt;
+}
 
+// After the last sample of a batch: the first error becomes the batch's (or, with
+// skip_bad, bad samples are logged, counted and squeezed out).
+void LoaderEpoch::State::finish(Slot& slot) {
+  auto* data = static_cast<char*>(slot.batch.data.data_ptr());
+  auto* target = static_cast<char*>(slot.batch.target.data_ptr());
+  const std::int64_t count = static_cast<std::int64_t>(slot.errors.size());
+  const std::int64_t base = slot.index * options.batch_size;
   std::int64_t kept = 0;
   for (std::int64_t i = 0; i < count; ++i) {
-    if (!errors[static_cast<std::size_t>(i)]) {
+    if (!slot.errors[static_cast<std::size_t>(i)]) {
       if (kept != i) {  // close the gap a skipped sample left
         std::memmove(data + kept * data_bytes, data + i * data_bytes, data_bytes);
         std::memmove(target + kept * target_bytes, target + i * target_bytes, target_bytes);
@@ -122,54 +148,87 @@ std::optional<LoaderEpoch::State::Ready> LoaderEpoch::State::make(std::int64_t b
       ++kept;
       continue;
     }
-    const SampleError error = as_sample_error(errors[static_cast<std::size_t>(i)], indices[i], set);
+    const SampleError error =
+        as_sample_error(slot.errors[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(base + i)], *dataset);
     if (!options.skip_bad) {
-      out.error = std::make_exception_ptr(error);
-      return out;
+      slot.error = std::make_exception_ptr(error);
+      break;
     }
     std::fprintf(stderr, "DataLoader: skipping %s\n", error.what());
     skipped->fetch_add(1);
   }
-  if (kept < count) {
-    out.batch.data = out.batch.data.narrow(0, 0, kept);
-    out.batch.target = out.batch.target.narrow(0, 0, kept);
+  slot.errors.clear();
+  if (!slot.error && kept < count) {
+    slot.batch.data = slot.batch.data.narrow(0, 0, kept);
+    slot.batch.target = slot.batch.target.narrow(0, 0, kept);
   }
-  return out;
 }
 
-void LoaderEpoch::State::produce() {
-  for (std::int64_t b = next_to_make; b < num_batches; ++b) {
-    {
-      // At most `prefetch` batches in flight: the ones waiting plus the one about to be made.
-      std::unique_lock<std::mutex> lock(mutex);
-      space_changed.wait(lock, [&] { return stop.load() || static_cast<int>(ready.size()) < options.prefetch; });
-      if (stop.load()) break;
-    }
-    std::optional<Ready> made;
+// One team thread: claim a chunk of consecutive samples of the batch at the front, make
+// them, and finish the batch if this chunk was its last; wait while the window is full.
+void LoaderEpoch::State::work() {
+  const int workers = std::max(options.num_workers, 1);
+  const std::int64_t chunk = std::clamp<std::int64_t>(options.batch_size / (4 * workers), 1, 16);
+  const std::int64_t end = end_position();
+  const auto window = static_cast<std::int64_t>(ring.size());
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    changed.wait(lock, [&] {
+      return stop || fatal || next_position >= end || next_position / options.batch_size < next_to_give + window;
+    });
+    if (stop || fatal || next_position >= end) return;
+    const std::int64_t b = next_position / options.batch_size;
+    Slot& slot = ring[static_cast<std::size_t>(b % window)];
+    const std::int64_t from = next_position - b * options.batch_size;
     try {
-      made = make(b);
-    } catch (...) {  // an allocation failed: the consumer gets the error in order
-      made = Ready{{}, std::current_exception()};
+      if (from == 0) allocate(slot, b);  // the first claim of a batch makes its buffers
+    } catch (...) {
+      fatal = std::current_exception();
+      changed.notify_all();
+      return;
     }
-    if (!made) break;
-    const bool failed = made->error != nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      ready.push_back(std::move(*made));
+    const std::int64_t to = std::min(from + chunk, batch_count(b));
+    next_position = b * options.batch_size + to;
+    lock.unlock();
+    fill(slot, b, from, to);
+    lock.lock();
+    slot.unfinished -= to - from;
+    if (slot.unfinished == 0 && !stop) {
+      lock.unlock();
+      finish(slot);  // only this thread touches the slot now
+      lock.lock();
+      slot.done = true;  // published under the lock the consumer waits with
+      changed.notify_all();
     }
-    ready_changed.notify_one();
-    if (failed) break;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    producer_done = true;
-  }
-  ready_changed.notify_one();
+}
+
+LoaderEpoch::State::Slot LoaderEpoch::State::make_now(std::int64_t b) {
+  Slot slot;
+  allocate(slot, b);
+  fill(slot, b, 0, batch_count(b));
+  finish(slot);
+  slot.done = true;
+  return slot;
 }
 
 LoaderEpoch::LoaderEpoch(std::unique_ptr<State> state) : state_(std::move(state)) {
   State& s = *state_;
-  if (s.options.num_workers > 0 && s.next_to_make < s.num_batches) s.producer = std::thread([&s] { s.produce(); });
+  s.data_bytes = static_cast<std::size_t>(shape_numel(s.spec.data_sizes)) * element_size(s.spec.data_dtype);
+  s.target_bytes = static_cast<std::size_t>(shape_numel(s.spec.target_sizes)) * element_size(s.spec.target_dtype);
+  s.next_to_give = s.first_batch;
+  s.next_position = s.first_batch * s.options.batch_size;
+  if (s.options.num_workers == 0 || s.first_batch >= s.num_batches) return;
+  s.ring.resize(static_cast<std::size_t>(s.options.prefetch));
+  s.producer = std::thread([&s] {
+    const int workers = s.options.num_workers;
+    if (workers == 1) {
+      s.work();
+      return;
+    }
+#pragma omp parallel num_threads(workers)
+    s.work();
+  });
 }
 
 LoaderEpoch::~LoaderEpoch() {
@@ -177,8 +236,9 @@ LoaderEpoch::~LoaderEpoch() {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.stop = true;
+    s.stopping = true;
   }
-  s.space_changed.notify_all();
+  s.changed.notify_all();
   if (s.producer.joinable()) s.producer.join();
 }
 
@@ -187,22 +247,32 @@ std::int64_t LoaderEpoch::next_index() const { return state_->next_to_give; }
 std::optional<Batch> LoaderEpoch::next() {
   State& s = *state_;
   while (s.next_to_give < s.num_batches) {
-    State::Ready got;
+    const std::int64_t b = s.next_to_give;
+    State::Slot got;
     if (s.options.num_workers == 0) {
-      auto made = s.make(s.next_to_give);
-      got = std::move(*made);
+      got = s.make_now(b);
     } else {
       std::unique_lock<std::mutex> lock(s.mutex);
-      s.ready_changed.wait(lock, [&] { return !s.ready.empty() || s.producer_done; });
-      if (s.ready.empty()) return std::nullopt;  // the producer stopped after an error
-      got = std::move(s.ready.front());
-      s.ready.pop_front();
-      lock.unlock();
-      s.space_changed.notify_one();
+      State::Slot& slot = s.ring[static_cast<std::size_t>(b % static_cast<std::int64_t>(s.ring.size()))];
+      s.changed.wait(lock, [&] { return s.fatal || (slot.index == b && slot.done); });
+      if (s.fatal) {
+        s.next_to_give = s.num_batches;
+        std::rethrow_exception(s.fatal);
+      }
+      got = std::move(slot);
+      slot = State::Slot();
     }
-    ++s.next_to_give;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      ++s.next_to_give;  // opens the window for one more batch
+    }
+    s.changed.notify_all();
     if (got.error) {
+      std::lock_guard<std::mutex> lock(s.mutex);
       s.next_to_give = s.num_batches;  // the epoch ends with its error
+      s.stop = true;
+      s.stopping = true;
+      s.changed.notify_all();
       std::rethrow_exception(got.error);
     }
     if (got.batch.data.size(0) == 0) continue;  // every sample of it was skipped
@@ -272,7 +342,7 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
     FRUGAL_CHECK(i >= 0 && i < dataset_->size(), "DataLoader: the sampler gave index " + std::to_string(i) +
                                                      ", out of range for " + std::to_string(dataset_->size()) + " samples");
   state->num_batches = num_batches();
-  state->next_to_make = state->next_to_give = first_batch;
+  state->first_batch = first_batch;
   state->skipped = skipped_;
   return std::unique_ptr<LoaderEpoch>(new LoaderEpoch(std::move(state)));
 }

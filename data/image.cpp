@@ -127,7 +127,10 @@ void decode_image(const unsigned char* bytes, std::size_t size, int channels, co
   const ImageFormat format = sniff_image_format(bytes, size);
   if (format == ImageFormat::Unknown) {
     std::string start;
-    for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i) start += (i ? " " : "") + hex(bytes[i]);
+    for (std::size_t i = 0; i < std::min<std::size_t>(size, 4); ++i) {
+      if (i) start += ' ';
+      start += hex(bytes[i]);
+    }
     throw Error(name + ": not a PNG or JPEG image (" + std::to_string(size) + " bytes" +
                 (size ? ", starting " + start : std::string()) + ")");
   }

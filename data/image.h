@@ -33,10 +33,17 @@ struct Image {
   ImageShape shape;
   const void* pixels = nullptr;
   std::vector<unsigned char> storage;
+  // When set, reset() hands out this buffer (a batch slot of the right size) instead of
+  // `storage`, so that the last transform writes its result in place.
+  void* target = nullptr;
 
   // Makes this image own a buffer for `s` (reusing its capacity: no allocation once warm).
   void* reset(const ImageShape& s) {
     shape = s;
+    if (target) {
+      pixels = target;
+      return target;
+    }
     storage.resize(s.nbytes());
     pixels = storage.data();
     return storage.data();

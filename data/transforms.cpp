@@ -133,6 +133,69 @@ void check_positive(int v, const char* what, const std::string& who) {
   FRUGAL_CHECK(v > 0, who + ": " + what + " must be positive, got " + std::to_string(v));
 }
 
+// RandomCrop then RandomHorizontalFlip in one move of each pixel. The draws are the same,
+// in the same order (crop top, crop left, flip), so the result is identical.
+class CropThenFlip : public Transform {
+ public:
+  CropThenFlip(std::shared_ptr<const RandomCrop> crop, std::shared_ptr<const RandomHorizontalFlip> flip)
+      : crop_(std::move(crop)), flip_(std::move(flip)) {}
+  ImageShape output_shape(const ImageShape& in) const override { return crop_->output_shape(in); }
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override {
+    const ImageShape os = crop_->output_shape(in.shape);
+    const int pad = crop_->padding();
+    const auto top = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.height + 2 * pad - os.height + 1)));
+    const auto left = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.width + 2 * pad - os.width + 1)));
+    const bool flip = random.uniform() < flip_->p();
+    crop_into(in, out, os, top - pad, left - pad, flip);
+    return true;
+  }
+  std::string name() const override { return crop_->name() + " + " + flip_->name(); }
+
+ private:
+  std::shared_ptr<const RandomCrop> crop_;
+  std::shared_ptr<const RandomHorizontalFlip> flip_;
+};
+
+// ToTensor then Normalize as one multiply-add per value: x * (scale / std) - mean / std
+// (equal to the two steps up to float rounding).
+class ToTensorNormalize : public Transform {
+ public:
+  ToTensorNormalize(std::shared_ptr<const ToTensor> to_tensor, std::shared_ptr<const Normalize> normalize)
+      : to_tensor_(std::move(to_tensor)), normalize_(std::move(normalize)) {}
+  ImageShape output_shape(const ImageShape& in) const override {
+    return normalize_->output_shape(to_tensor_->output_shape(in));
+  }
+  bool apply(const Image& in, Image& out, SampleRandom&) const override {
+    const ImageShape os = output_shape(in.shape);
+    float* dst = static_cast<float*>(out.reset(os));
+    const std::size_t HW = static_cast<std::size_t>(os.height) * os.width;
+    const Strides si = strides_of(in.shape);
+    const float scale = in.shape.is_float ? 1.0f : 1.0f / 255.0f;
+    for (int c = 0; c < os.channels; ++c) {
+      const std::size_t k = normalize_->mean().size() == 1 ? 0 : static_cast<std::size_t>(c);
+      const float a = scale * normalize_->inv_std()[k], b = -normalize_->mean()[k] * normalize_->inv_std()[k];
+      float* d = dst + static_cast<std::size_t>(c) * HW;
+      if (!in.shape.is_float) {
+        const unsigned char* src = in.bytes() + c * si.c;
+        if (si.x == 1) {
+          for (std::size_t i = 0; i < HW; ++i) d[i] = static_cast<float>(src[i]) * a + b;
+        } else {
+          for (std::size_t i = 0; i < HW; ++i) d[i] = static_cast<float>(src[i * si.x]) * a + b;
+        }
+      } else {
+        const float* src = static_cast<const float*>(in.pixels) + c * si.c;
+        for (std::size_t i = 0; i < HW; ++i) d[i] = src[i * si.x] * a + b;
+      }
+    }
+    return true;
+  }
+  std::string name() const override { return to_tensor_->name() + " + " + normalize_->name(); }
+
+ private:
+  std::shared_ptr<const ToTensor> to_tensor_;
+  std::shared_ptr<const Normalize> normalize_;
+};
+
 }  // namespace
 
 Resize::Resize(int height, int width) : height_(height), width_(width) {
@@ -289,12 +352,39 @@ std::string Normalize::name() const {
 
 Compose::Compose(std::vector<TransformPtr> transforms) : transforms_(std::move(transforms)) {
   for (const auto& t : transforms_) FRUGAL_CHECK(t != nullptr, "Compose: a transform is null");
+  plan();
 }
 
 Compose& Compose::add(TransformPtr t) {
   FRUGAL_CHECK(t != nullptr, "Compose::add: the transform is null");
   transforms_.push_back(std::move(t));
+  plan();
   return *this;
+}
+
+void Compose::plan() {
+  steps_.clear();
+  for (std::size_t i = 0; i < transforms_.size(); ++i) {
+    const TransformPtr& t = transforms_[i];
+    const TransformPtr* next = i + 1 < transforms_.size() ? &transforms_[i + 1] : nullptr;
+    if (next) {
+      auto crop = std::dynamic_pointer_cast<const RandomCrop>(t);
+      auto flip = std::dynamic_pointer_cast<const RandomHorizontalFlip>(*next);
+      if (crop && flip) {
+        steps_.push_back(std::make_shared<CropThenFlip>(crop, flip));
+        ++i;
+        continue;
+      }
+      auto to_tensor = std::dynamic_pointer_cast<const ToTensor>(t);
+      auto normalize = std::dynamic_pointer_cast<const Normalize>(*next);
+      if (to_tensor && normalize) {
+        steps_.push_back(std::make_shared<ToTensorNormalize>(to_tensor, normalize));
+        ++i;
+        continue;
+      }
+    }
+    steps_.push_back(t);
+  }
 }
 
 ImageShape Compose::output_shape(ImageShape in) const {
@@ -304,11 +394,26 @@ ImageShape Compose::output_shape(ImageShape in) const {
 
 const Image& Compose::operator()(const Image& in, Image& scratch_a, Image& scratch_b, SampleRandom& random) const {
   const Image* current = &in;
-  for (const auto& t : transforms_) {
+  for (const auto& t : steps_) {
     Image& target = current == &scratch_a ? scratch_b : scratch_a;
     if (t->apply(*current, target, random)) current = &target;
   }
   return *current;
+}
+
+void Compose::run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b, SampleRandom& random) const {
+  const Image* current = &in;
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    Image& target = current == &scratch_a ? scratch_b : scratch_a;
+    if (k + 1 == steps_.size()) {  // the last step: straight into the slot if laid out as CHW
+      const ImageShape os = steps_[k]->output_shape(current->shape);
+      if (os.layout == ImageLayout::CHW || os.channels == 1) target.target = dst;
+    }
+    const bool changed = steps_[k]->apply(*current, target, random);
+    target.target = nullptr;
+    if (changed) current = &target;
+  }
+  if (current->pixels != dst) write_chw(*current, dst);
 }
 
 std::string Compose::str() const {

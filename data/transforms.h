@@ -48,6 +48,9 @@ class RandomCrop : public Transform {
   ImageShape output_shape(const ImageShape& in) const override;
   bool apply(const Image& in, Image& out, SampleRandom& random) const override;
   std::string name() const override;
+  int height() const { return height_; }
+  int width() const { return width_; }
+  int padding() const { return padding_; }
 
  private:
   int height_, width_, padding_;
@@ -73,6 +76,7 @@ class RandomHorizontalFlip : public Transform {
   ImageShape output_shape(const ImageShape& in) const override { return in; }
   bool apply(const Image& in, Image& out, SampleRandom& random) const override;
   std::string name() const override;
+  double p() const { return p_; }
 
  private:
   double p_;
@@ -94,12 +98,17 @@ class Normalize : public Transform {
   ImageShape output_shape(const ImageShape& in) const override;
   bool apply(const Image& in, Image& out, SampleRandom& random) const override;
   std::string name() const override;
+  const std::vector<float>& mean() const { return mean_; }
+  const std::vector<float>& inv_std() const { return inv_std_; }
 
  private:
   std::vector<float> mean_, inv_std_;
 };
 
-// Transforms applied in order.
+// Transforms applied in order. Neighbours that are cheaper done together run fused, with
+// the same random draws and results as one after the other: RandomCrop then
+// RandomHorizontalFlip move each pixel once, and ToTensor then Normalize convert and scale in
+// one pass. The last step writes straight into the batch slot when it can.
 class Compose {
  public:
   Compose() = default;
@@ -110,11 +119,16 @@ class Compose {
   // Runs every transform, ping-ponging between the two scratch images; returns the result
   // (which is `in` itself when nothing changed it).
   const Image& operator()(const Image& in, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
+  // Runs every transform and leaves the result in `dst` as CHW (see write_chw), the last
+  // step writing there directly where its output is already laid out that way.
+  void run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
   bool empty() const { return transforms_.empty(); }
   std::string str() const;
 
  private:
-  std::vector<TransformPtr> transforms_;
+  void plan();
+  std::vector<TransformPtr> transforms_;  // as given
+  std::vector<TransformPtr> steps_;       // as run (fused where possible)
 };
 
 // Writes `image` to `dst` as CHW, keeping its element type (the layout of a batch slot).

@@ -171,3 +171,41 @@ TEST_CASE("transforms: write_chw lays HWC pixels out channel by channel") {
   write_chw(in, out.data());
   CHECK(out == std::vector<unsigned char>{0, 1, 10, 11, 100, 101, 110, 111, 200, 201, 210, 211});
 }
+
+TEST_CASE("transforms: fused steps give what the transforms give one by one, straight into the slot") {
+  Image in;
+  auto* p = static_cast<unsigned char*>(in.reset({9, 7, 3, false, ImageLayout::HWC}));
+  for (int i = 0; i < 9 * 7 * 3; ++i) p[i] = static_cast<unsigned char>(i * 37 % 251);
+  auto crop = std::make_shared<RandomCrop>(8, 6, 2);
+  auto flip = std::make_shared<RandomHorizontalFlip>();
+  auto to_tensor = std::make_shared<ToTensor>();
+  auto normalize = std::make_shared<Normalize>(std::vector<float>{0.1f, 0.2f, 0.3f}, std::vector<float>{0.5f, 0.6f, 0.7f});
+  const Compose fused({crop, flip, to_tensor, normalize});
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    // One by one, each on the output of the one before, with one generator.
+    SampleRandom random(seed);
+    Image a, b, c, d;
+    const Image* x = &in;
+    if (crop->apply(*x, a, random)) x = &a;
+    if (flip->apply(*x, b, random)) x = &b;
+    if (to_tensor->apply(*x, c, random)) x = &c;
+    if (normalize->apply(*x, d, random)) x = &d;
+    std::vector<float> slot(3 * 8 * 6, -99.0f);
+    Image s1, s2;
+    SampleRandom again(seed);
+    fused.run_into(in, slot.data(), s1, s2, again);
+    const float* want = static_cast<const float*>(x->pixels);
+    for (std::size_t i = 0; i < slot.size(); ++i) REQUIRE(slot[i] == Approx(want[i]).margin(1e-5));
+  }
+  // Without ToTensor the uint8 HWC result is laid out CHW in the slot.
+  const Compose geometric({crop, flip});
+  std::vector<unsigned char> slot(3 * 8 * 6);
+  Image s1, s2;
+  SampleRandom r(3);
+  geometric.run_into(in, slot.data(), s1, s2, r);
+  SampleRandom r2(3);
+  const Image& hwc = geometric(in, s1, s2, r2);
+  std::vector<unsigned char> chw(slot.size());
+  write_chw(hwc, chw.data());
+  CHECK(slot == chw);
+}
