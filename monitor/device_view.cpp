@@ -17,6 +17,7 @@ std::string DeviceView::str() const {
     if (d.frugal_reserved >= 0)
       out << "; frugal reserved " << format_bytes(d.frugal_reserved) << ", allocated "
           << format_bytes(d.frugal_allocated) << ", outside frugal " << format_bytes(d.outside_frugal());
+    if (d.process_used >= 0) out << "; this process (NVML) " << format_bytes(d.process_used);
     out << "\n";
   }
   std::string text = out.str();
@@ -40,6 +41,8 @@ std::string DeviceView::json() const {
     e.field("used_bytes", d.used);
     e.field("frugal_reserved_bytes", d.frugal_reserved);
     e.field("frugal_allocated_bytes", d.frugal_allocated);
+    e.field("process_used_bytes", d.process_used);
+    e.field("process_used_note", d.process_used_note);
     if (!list.empty()) list += ',';
     list += e.str();
   }

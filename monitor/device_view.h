@@ -1,6 +1,7 @@
 // The device view: what nvidia-smi would say about each CUDA device for this process —
-// total, free and used memory (device-wide, from the CUDA runtime) beside what frugal's own
-// caching allocator holds there — or a clear "no CUDA device" and why.
+// total, free and used memory (device-wide, from the CUDA runtime), this process's share as
+// NVML counts it, beside what frugal's own caching allocator holds there — or a clear
+// "no CUDA device" and why.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ struct DeviceMemory {
   std::int64_t frugal_allocated = -1;
   // used - frugal_reserved: CUDA contexts, library workspaces (cuBLAS, cuDNN) and other processes.
   std::int64_t outside_frugal() const { return frugal_reserved < 0 ? -1 : used - frugal_reserved; }
+  // This process's memory on the device as NVML counts it (nvidia-smi's process table: its
+  // CUDA context, library workspaces and frugal's reserved memory); -1 with the reason in
+  // process_used_note where NVML cannot tell (no driver library, process not listed).
+  std::int64_t process_used = -1;
+  std::string process_used_note;
 };
 
 struct DeviceView {

@@ -1,11 +1,13 @@
-// The device view of a CUDA build, from the runtime API (cudaGetDeviceProperties,
-// cudaMemGetInfo). NVML is not used: the toolkit here ships neither its header nor a stub,
-// and the runtime's total - free is the same device-wide "used" nvidia-smi prints.
+// The device view of a CUDA build: device-wide figures from the runtime API
+// (cudaGetDeviceProperties, cudaMemGetInfo: total - free is the "used" nvidia-smi prints),
+// and this process's share from NVML opened at run time (nvml_process_memory.h), matched to
+// the CUDA device by PCI bus id.
 #include "allocator/caching_allocator.h"
 #include "allocator/cuda_device.h"
 #include "allocator/default_allocators.h"
 #include "common/cuda_check.h"
 #include "monitor/device_view.h"
+#include "monitor/nvml_process_memory.h"
 
 namespace frugal::monitor {
 
@@ -28,6 +30,11 @@ DeviceMemory query_device(int index, bool with_allocator) {
   d.total = static_cast<std::int64_t>(total_bytes);
   d.free = static_cast<std::int64_t>(free_bytes);
   d.used = d.total - d.free;
+  char pci_bus_id[32] = {};
+  FRUGAL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, index));
+  const NvmlProcessMemory mine = nvml_process_memory(pci_bus_id);
+  d.process_used = mine.bytes;
+  d.process_used_note = mine.note;
   if (with_allocator) {
     const alloc::CachingAllocator& allocator = alloc::cuda_allocator(index);
     d.frugal_reserved = static_cast<std::int64_t>(allocator.memory_reserved());

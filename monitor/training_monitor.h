@@ -28,7 +28,7 @@ struct StepScalars {
   double images_per_sec = kNone;
   // Batches decoded and waiting in the data loader's queue. The threaded loader reports it;
   // the in-memory loader has no queue and leaves it out.
-  std::optional<std::int64_t> loader_queue_depth;
+  std::optional<std::int64_t> loader_queue_depth = std::nullopt;
 };
 
 struct TrainingMonitorOptions {

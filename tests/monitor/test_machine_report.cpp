@@ -8,6 +8,7 @@
 #include "monitor/cpu_info.h"
 #include "monitor/device_view.h"
 #include "monitor/machine_report.h"
+#include "monitor/nvml_process_memory.h"
 
 using namespace frugal;
 using namespace frugal::monitor;
@@ -148,6 +149,19 @@ TEST_CASE("The device view answers 'no CUDA device' with the reason, or lists th
     CHECK_FALSE(d.name.empty());
   }
   CHECK_THAT(view.str(), Catch::StartsWith("cuda:0 "));
+}
+
+TEST_CASE("NVML's per-process figure is a number, or unknown with the reason", "[monitor][device]") {
+  // A bus id no machine has: the reason is the missing driver library, or the unknown device.
+  const NvmlProcessMemory none = nvml_process_memory("ffff:ff:1f.7");
+  CHECK(none.bytes == -1);
+  CHECK_THAT(none.note, Catch::Contains("libnvidia-ml") || Catch::Contains("PCI bus id ffff:ff:1f.7") ||
+                            Catch::Contains("nvmlInit"));
+  for (const DeviceMemory& d : device_view().devices) {
+    INFO("cuda:" << d.index << " " << d.process_used_note);
+    CHECK((d.process_used >= 0) == d.process_used_note.empty());
+    if (d.process_used >= 0) CHECK(d.process_used <= d.used);
+  }
 }
 
 TEST_CASE("The live machine report is filled in", "[monitor][doctor]") {
