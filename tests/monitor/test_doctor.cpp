@@ -84,6 +84,27 @@ TEST_CASE("frugal-doctor shows FRUGAL_ALLOC_CONF as parsed, and a bad one as an 
   CHECK(reported);
 }
 
+TEST_CASE("frugal-doctor sees a lowered memlock limit and warns where pinned memory is mlock'd", "[monitor][doctor]") {
+  // Lowering a soft limit needs no privilege (32 KiB: below any usual hard limit); the shell
+  // passes it on to the doctor.
+  const Run r = run("ulimit -S -l 32 && '" + doctor + "' --json");
+  REQUIRE(r.exit_code == 0);
+  const JsonValue j = parse_json(r.output);
+  CHECK(j["memory"]["memlock_soft_bytes"].number == 32.0 * 1024.0);
+  bool warned = false, noted = false;
+  for (const JsonValue& a : j["advice"].array) {
+    if (a["topic"].string != "memlock") continue;
+    warned |= a["level"].string == "warning";
+    noted |= a["level"].string == "note";
+  }
+  // Without a CUDA device pinned memory is mlock'd, which the limit caps: a warning. With one
+  // it comes from cudaHostAlloc, which the limit does not cap: a note.
+  if (j["cuda"]["available"].boolean)
+    CHECK(noted);
+  else
+    CHECK(warned);
+}
+
 TEST_CASE("frugal-doctor prints its text report and --help, and refuses unknown options", "[monitor][doctor]") {
   const Run text = run("'" + doctor + "'");
   REQUIRE(text.exit_code == 0);
