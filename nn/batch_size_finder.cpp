@@ -195,25 +195,32 @@ BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocato
 namespace {
 
 // A tensor's value kept in plain host memory, outside the allocators, so that the snapshot
-// the finder keeps is not counted in the peaks it measures.
-struct HostCopy {
-  Tensor target;
-  std::vector<std::byte> bytes;
-
-  explicit HostCopy(const Tensor& t) : target(t) {
-    if (!t.defined()) return;
+// the finder keeps is not counted in the peaks it measures (it holds no handle to the tensor).
+class HostCopy {
+ public:
+  explicit HostCopy(const Tensor& t) : defined_(t.defined()) {
+    if (!defined_) return;
+    sizes_.assign(t.sizes().begin(), t.sizes().end());
+    dtype_ = t.dtype();
+    device_ = t.device();
     const Tensor host = t.is_cpu() ? t.contiguous() : t.to(Device(kCPU)).contiguous();
-    bytes.resize(host.nbytes());
-    if (!bytes.empty()) std::memcpy(bytes.data(), host.data_ptr(), bytes.size());
+    bytes_.resize(host.nbytes());
+    if (!bytes_.empty()) std::memcpy(bytes_.data(), host.data_ptr(), bytes_.size());
   }
+  // A new tensor with the saved value (undefined if the saved one was).
   Tensor value() const {
-    Tensor host = empty(target.sizes(), TensorOptions(target.dtype()));
-    if (!bytes.empty()) std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
-    return target.is_cpu() ? host : host.to(target.device());
+    if (!defined_) return Tensor();
+    Tensor host = empty(sizes_, TensorOptions(dtype_));
+    if (!bytes_.empty()) std::memcpy(host.data_ptr(), bytes_.data(), bytes_.size());
+    return device_.is_cpu() ? host : host.to(device_);
   }
-  void restore() {
-    if (target.defined()) target.copy_(value());
-  }
+
+ private:
+  bool defined_;
+  std::vector<std::int64_t> sizes_;
+  ScalarType dtype_ = kFloat32;
+  Device device_;
+  std::vector<std::byte> bytes_;
 };
 
 // Everything a training step changes in the model, put back by restore().
@@ -223,14 +230,13 @@ class ModelSnapshot {
       : model_(model), training_(model.is_training()),
         seed_(default_generator().seed()), offset_(default_generator().offset()) {
     NoGradGuard no_grad;
-    for (const auto& [name, t] : model.state_dict()) values_.emplace_back(t);
+    for (const auto& [name, t] : model.state_dict()) values_.emplace_back(t, HostCopy(t));
     for (const Tensor& p : model.parameters()) grads_.emplace_back(p, HostCopy(p.grad()));
   }
   void restore() {
     NoGradGuard no_grad;
-    for (HostCopy& v : values_) v.restore();
-    for (auto& [param, grad] : grads_)
-      param.mutable_grad() = grad.target.defined() ? grad.value() : Tensor();
+    for (auto& [tensor, value] : values_) tensor.copy_(value.value());
+    for (auto& [param, grad] : grads_) param.mutable_grad() = grad.value();
     model_.train(training_);
     default_generator().set_state(seed_, offset_);
   }
@@ -239,7 +245,8 @@ class ModelSnapshot {
   Module& model_;
   bool training_;
   std::uint64_t seed_, offset_;
-  std::vector<HostCopy> values_;
+  // The live tensors (the model holds them anyway) beside their saved values.
+  std::vector<std::pair<Tensor, HostCopy>> values_;
   std::vector<std::pair<Tensor, HostCopy>> grads_;
 };
 
