@@ -61,6 +61,25 @@ void check_png(const unsigned char* b, std::size_t n, const std::string& name) {
   }
 }
 
+// The tables of a DHT segment: stb_image (Debian's 2022 version) trusts their code counts and
+// writes past its 256-entry arrays when they sum to more (found by tests/fuzz), so each
+// table must hold at most 256 codes, and lie inside the segment.
+void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name) {
+  std::size_t pos = 0;
+  while (pos < n) {
+    if (pos + 17 > n) damaged(name, "JPEG", offset + pos, "Huffman table header runs past its segment");
+    const unsigned char q = p[pos];
+    if ((q >> 4) > 1 || (q & 15) > 3)
+      damaged(name, "JPEG", offset + pos, "Huffman table class/id byte " + hex(q) + " is invalid");
+    std::size_t codes = 0;
+    for (int i = 1; i <= 16; ++i) codes += p[pos + static_cast<std::size_t>(i)];
+    if (codes > 256)
+      damaged(name, "JPEG", offset + pos, "Huffman table with " + std::to_string(codes) + " codes (at most 256)");
+    pos += 17 + codes;
+    if (pos > n) damaged(name, "JPEG", offset + pos - codes, "Huffman table values run past their segment");
+  }
+}
+
 // Walks the JPEG segments: every marker segment must fit in the file, and entropy-coded data
 // (where 0xFF is always followed by 0x00 or a restart marker) must end in a marker, the last
 // being EOI. stb_image pads a truncated scan with zeros instead of failing.
@@ -79,6 +98,7 @@ void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) 
     if (length < 2) damaged(name, "JPEG", pos, "segment length " + std::to_string(length) + " is invalid");
     if (pos + length > n)
       damaged(name, "JPEG", pos - 2, "segment of " + std::to_string(length) + " bytes runs past the end (truncated)");
+    if (marker == 0xC4) check_jpeg_huffman_tables(b + pos + 2, length - 2, pos + 2, name);
     pos += length;
     if (marker != 0xDA) continue;  // SOS: entropy-coded data follows, up to the next marker
     for (;;) {

@@ -20,11 +20,22 @@ std::uint64_t epoch_seed(std::uint64_t seed, std::int64_t epoch) {
   return mix64(seed ^ mix64(static_cast<std::uint64_t>(epoch)));
 }
 
+// A uniform integer in [0, bound) by rejection. std::uniform_int_distribution is not used
+// because its algorithm is left to each standard library.
+std::uint64_t below(std::mt19937_64& engine, std::uint64_t bound) {
+  const std::uint64_t limit = ~std::uint64_t{0} - ~std::uint64_t{0} % bound;
+  std::uint64_t x;
+  do x = engine(); while (x >= limit);
+  return x % bound;
+}
+
 }  // namespace
 
+// The same generator and draws as InMemoryLoader::set_epoch, so a DataLoader with a
+// RandomSampler visits an in-memory data set in exactly the InMemoryLoader's order.
 void shuffle_in_place(std::vector<std::int64_t>& values, std::uint64_t seed) {
-  SampleRandom random(seed);
-  for (std::size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[random.below(i)]);
+  std::mt19937_64 engine(seed);
+  for (std::size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[below(engine, i)]);
 }
 
 SequentialSampler::SequentialSampler(std::int64_t size) : size_(checked_size(size, "SequentialSampler")) {}

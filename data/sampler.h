@@ -28,8 +28,9 @@ class SequentialSampler : public Sampler {
   std::int64_t size_;
 };
 
-// A Fisher-Yates permutation of 0..size-1 per epoch, driven by a generator seeded from
-// (seed, epoch); fully specified, so the order is the same on every platform and compiler.
+// A Fisher-Yates permutation of 0..size-1 per epoch, driven by std::mt19937_64 seeded from
+// (seed, epoch) with a bias-free bounded draw: fully specified, so the order is the same on
+// every platform and compiler, and the same as InMemoryLoader's for the same seed.
 class RandomSampler : public Sampler {
  public:
   RandomSampler(std::int64_t size, std::uint64_t seed);
@@ -62,7 +63,7 @@ class ShardShuffleSampler : public Sampler {
   std::int64_t size_ = 0;
 };
 
-// In-place Fisher-Yates shuffle of `values` from a generator seeded with `seed`.
+// In-place Fisher-Yates shuffle of `values` from std::mt19937_64 seeded with `seed`.
 void shuffle_in_place(std::vector<std::int64_t>& values, std::uint64_t seed);
 
 }  // namespace frugal::data

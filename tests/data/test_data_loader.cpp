@@ -14,6 +14,7 @@
 #include "allocator/default_allocators.h"
 #include "data/data_loader.h"
 #include "data/sample_random.h"
+#include "data/tensor_image_dataset.h"
 #include "engine/frugal.h"
 
 using namespace frugal;
@@ -228,4 +229,31 @@ TEST_CASE("data loader: memory does not grow with epochs (buffers come back from
     run_epoch(loader);
   }
   CHECK(cpu.stats().reserved_bytes.all().peak == reserved_after_first);
+}
+
+TEST_CASE("data loader: an in-memory uint8 image tensor through transforms, as InMemoryLoader orders it") {
+  Tensor images = empty({20, 1, 3, 3}, kUInt8);
+  for (std::int64_t i = 0; i < 20 * 9; ++i) images.data_ptr<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
+  Tensor labels = arange(20);
+  auto set = std::make_shared<TensorImageDataset>(
+      images, labels, Compose({std::make_shared<ToTensor>(),
+                               std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.25f})}));
+  CHECK(set->spec().data_sizes == DimVector{1, 3, 3});
+  InMemoryLoader reference(images, labels, {.batch_size = 6, .shuffle = true, .seed = 4});
+  reference.set_epoch(1);
+  DataLoader loader(set, {.batch_size = 6, .shuffle = true, .seed = 4, .num_workers = 2});
+  loader.set_epoch(1);
+  std::int64_t b = 0;
+  for (Batch& batch : loader) {
+    const Batch want = reference.batch(b++);
+    REQUIRE(batch.target.sizes() == want.target.sizes());
+    for (std::int64_t r = 0; r < batch.target.size(0); ++r) {
+      CHECK(batch.target.data_ptr<std::int64_t>()[r] == want.target.data_ptr<std::int64_t>()[r]);
+      const float pixel = want.data.data_ptr<std::uint8_t>()[r * 9 + 4];
+      CHECK(batch.data.data_ptr<float>()[r * 9 + 4] == Approx((pixel / 255.0f - 0.5f) / 0.25f));
+    }
+  }
+  CHECK(b == 4);
+  CHECK_THROWS_WITH(TensorImageDataset(images.to(kFloat32), labels), Contains("uint8"));
+  CHECK_THROWS_WITH(TensorImageDataset(images, arange(3)), Contains("do not match"));
 }

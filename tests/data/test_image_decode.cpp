@@ -157,3 +157,19 @@ TEST_CASE("image: a header claiming an enormous image is refused before decoding
   CHECK_THROWS_WITH(decode_image(png.data(), png.size(), 0, "huge.png", out),
                     Contains("huge.png") && Contains("larger than the limit"));
 }
+
+TEST_CASE("image: a JPEG Huffman table with more than 256 codes is refused (stb_image would overflow)") {
+  Bytes jpg = jpeg_bytes(8, 8, 1);
+  std::size_t dht = 0;
+  for (std::size_t i = 2; i + 1 < jpg.size(); ++i)
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xC4) {
+      dht = i;
+      break;
+    }
+  REQUIRE(dht > 0);
+  for (std::size_t k = 0; k < 16; ++k) jpg[dht + 5 + k] = 255;  // the 16 code counts of its first table
+  Image out;
+  CHECK_THROWS_WITH(decode_image(jpg.data(), jpg.size(), 0, "dht.jpg", out),
+                    Contains("dht.jpg") && Contains("Huffman table with 4080 codes") &&
+                        Contains("byte offset " + std::to_string(dht + 4)));
+}

@@ -6,7 +6,9 @@
 #include <numeric>
 #include <set>
 
+#include "data/loader.h"
 #include "data/sampler.h"
+#include "engine/frugal.h"
 
 using namespace frugal::data;
 
@@ -69,4 +71,13 @@ TEST_CASE("samplers: ShardShuffleSampler shuffles shards and within shards, keep
   }
   CHECK(first_groups.size() == 3);  // the shard order changes between epochs
   CHECK(seen.size() == 20);
+}
+
+TEST_CASE("samplers: RandomSampler's order is InMemoryLoader's for the same seed and epoch") {
+  frugal::Tensor data = frugal::arange(50, frugal::kFloat32);
+  frugal::data::InMemoryLoader loader(data, frugal::arange(50), {.batch_size = 50, .shuffle = true, .seed = 21});
+  for (std::int64_t e : {0, 3}) {
+    loader.set_epoch(e);
+    CHECK(RandomSampler(50, 21).order(e) == loader.order());
+  }
 }
