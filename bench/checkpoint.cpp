@@ -70,6 +70,7 @@ int run(int argc, char** argv) {
                   "Peak allocated bytes and time of a training step (forward, cross-entropy,\n"
                   "backward, SGD step) of a deep conv net, plain and with checkpoint_sequential,\n"
                   "configurations timed alternately, medians over repeats; gradients compared bit by bit.");
+  cli.option("model", "NAME", "deep (the conv net of --blocks blocks), cnn or mobilenet (1x28x28 inputs)", "deep");
   cli.option("blocks", "N", "conv 3x3 + BN-ReLU blocks", "20");
   cli.option("channels", "C", "channels of each block", "16");
   cli.option("size", "S", "input height and width", "32");
@@ -88,9 +89,11 @@ int run(int argc, char** argv) {
                "blocks, channels, size, batch-size, steps and repeats must be >= 1");
 
   manual_seed(0);
-  auto model = deep_convnet(blocks, channels);
+  const std::string model_name = cli.get("model");
+  const bool deep = model_name == "deep";
+  auto model = deep ? deep_convnet(blocks, channels) : nn::make_model(model_name);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
-  const Tensor x = randn({batch, 3, size, size});
+  const Tensor x = deep ? randn({batch, 3, size, size}) : randn({batch, 1, 28, 28});
   const Tensor y = randint(0, 10, {batch});
   std::vector<Config> configs{Config(0)};
   for (const int k : parse_list(cli.get("segments"))) configs.emplace_back(k);
@@ -156,6 +159,7 @@ int run(int argc, char** argv) {
   const double plain_peak = static_cast<double>(configs[0].peak);
   if (cli.has("json")) {
     JsonWriter j;
+    j.field("model", model_name);
     j.field("blocks", static_cast<std::int64_t>(blocks));
     j.field("channels", channels);
     j.field("size", size);
@@ -180,9 +184,13 @@ int run(int argc, char** argv) {
     j.raw("configurations", rows + "]");
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::printf("deep conv net: %d blocks of %lld channels, input %lldx3x%lldx%lld, %d threads\n", blocks,
-                static_cast<long long>(channels), static_cast<long long>(batch), static_cast<long long>(size),
-                static_cast<long long>(size), static_cast<int>(cli.get_int("threads")));
+    if (deep)
+      std::printf("deep conv net: %d blocks of %lld channels, input %lldx3x%lldx%lld, %d threads\n", blocks,
+                  static_cast<long long>(channels), static_cast<long long>(batch), static_cast<long long>(size),
+                  static_cast<long long>(size), static_cast<int>(cli.get_int("threads")));
+    else
+      std::printf("%s, input %lldx1x28x28, %d threads\n", model_name.c_str(), static_cast<long long>(batch),
+                  static_cast<int>(cli.get_int("threads")));
     std::printf("%-9s %14s %9s %9s %11s %9s %10s  %s\n", "segments", "peak alloc", "vs plain", "step ms",
                 "time ratio", "cpu ms", "cpu ratio", "gradients");
     for (const Config& c : configs) {
