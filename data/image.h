@@ -60,8 +60,12 @@ ImageFormat sniff_image_format(const unsigned char* bytes, std::size_t size);
 const char* image_format_name(ImageFormat f);
 
 // Images larger than this many pixels are refused before decoding (a hostile or damaged
-// header must not make the decoder allocate gigabytes).
-inline constexpr std::int64_t kMaxImagePixels = std::int64_t{1} << 26;
+// header must not make the decoder allocate gigabytes). The fuzzers build with a smaller
+// limit so that each input runs in milliseconds.
+#ifndef FRUGAL_MAX_IMAGE_PIXELS
+#define FRUGAL_MAX_IMAGE_PIXELS (std::int64_t{1} << 26)
+#endif
+inline constexpr std::int64_t kMaxImagePixels = FRUGAL_MAX_IMAGE_PIXELS;
 
 // Decodes PNG (8- or 16-bit; gray, gray+alpha, RGB, RGBA, palette) or JPEG (baseline or
 // progressive) bytes into `out` as HWC with `channels` channels (1 gray, 2 gray+alpha,
