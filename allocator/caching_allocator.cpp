@@ -194,11 +194,11 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
   // device, or was never indexed).
   const std::uint32_t units = block->counted_non_releasable;
   block->counted_non_releasable = 0;
-  const Unindexed removed{units != 0, units};
   const std::size_t remaining = block->size - size;
   const bool split = (seg->expandable || seg->pool == PoolKind::kSmall)
                          ? remaining >= kMinBlockSize
                          : size < config_.max_split_size && remaining > kSmallSize;
+  std::size_t rest_non_releasable = 0;
   if (split) {
     Block* rest = new_block();
     rest->address = block->address + size;
@@ -209,18 +209,19 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
     if (block->next != nullptr) block->next->prev = rest;
     block->next = rest;
     block->size = size;
-    index_insert(rest, removed);
-  } else {
-    note_non_releasable(seg->pool, removed, 0);
+    rest_non_releasable = index_insert_uncounted(rest);
   }
   block->allocated = true;
   block->requested = requested;
   const PoolKind kind = seg->pool;
-  const auto bytes = static_cast<std::int64_t>(block->size);
-  live_.allocation.increase(kind, 1);
-  live_.allocated_bytes.increase(kind, bytes);
+  // One update: the allocation, the block leaving the non-releasable stats, the remainder
+  // entering them.
+  const auto rest_bytes = static_cast<std::int64_t>(rest_non_releasable);
+  const HotLanes added{1, static_cast<std::int64_t>(block->size),
+                       static_cast<std::int64_t>(requested), rest_bytes != 0, rest_bytes, 0, 0, 0};
+  const HotLanes removed{0, 0, 0, units != 0, std::int64_t{units} * std::int64_t{FreeIndex::kUnitBytes}, 0, 0, 0};
+  live_.hot.apply(kind, added, removed);
   if (live_.pending_count.current_all() != 0) [[unlikely]] live_.note_active_peaks(kind);
-  live_.requested_bytes.increase(kind, static_cast<std::int64_t>(requested));
   if (block->size >= config_.max_split_size) live_.oversize_allocations.increase(1);
 }
 
@@ -233,13 +234,12 @@ void CachingAllocator::free(const Allocation& allocation) {
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
-  live_.allocation.decrease(kind, 1);
-  live_.allocated_bytes.decrease(kind, bytes);
-  live_.requested_bytes.decrease(kind, static_cast<std::int64_t>(block->requested));
+  const HotLanes released{1, bytes, static_cast<std::int64_t>(block->requested), 0, 0, 0, 0, 0};
   if (block->size >= config_.max_split_size) live_.oversize_allocations.decrease(1);
   block->requested = 0;
   if (block->stream_uses != nullptr) [[unlikely]] {
     // Other streams may still read or write it: reusable once their current work is done.
+    live_.hot.apply(kind, HotLanes{}, released);
     for (StreamId s : *block->stream_uses) {
       pending_.push_back(PendingFree{backend_->record_event(s), block});
       ++block->pending_events;
@@ -251,7 +251,7 @@ void CachingAllocator::free(const Allocation& allocation) {
     live_.pending_bytes.increase(kind, bytes);
     return;
   }
-  cache_block(block);
+  cache_block(block, released);
 }
 
 void CachingAllocator::record_stream(const Allocation& allocation, StreamId stream) {
@@ -282,7 +282,7 @@ void CachingAllocator::process_events(bool wait) {
       const PoolKind kind = p.block->segment->pool;
       live_.pending_count.decrease(kind, 1);
       live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
-      cache_block(p.block);
+      cache_block(p.block, HotLanes{});
     }
   }
 }
@@ -290,11 +290,16 @@ void CachingAllocator::process_events(bool wait) {
 // ---------------------------------------------------------------------------------------
 // The cache: merging and indexing free blocks
 
-FRUGAL_HOT void CachingAllocator::cache_block(Block* block) {
-  Unindexed removed{};
-  block = merge_free_neighbours(block, removed);
+FRUGAL_HOT void CachingAllocator::cache_block(Block* block, const HotLanes& released) {
+  Unindexed gone{};
+  block = merge_free_neighbours(block, gone);
   block->free_tick = tick_;
-  index_insert(block, removed);
+  const auto non_releasable = static_cast<std::int64_t>(index_insert_uncounted(block));
+  // One update: the free's own change, the merged neighbours leaving the non-releasable
+  // stats, the merged block entering them.
+  const HotLanes added{0, 0, 0, non_releasable != 0, non_releasable, 0, 0, 0};
+  const HotLanes left{0, 0, 0, gone.blocks, gone.units * std::int64_t{FreeIndex::kUnitBytes}, 0, 0, 0};
+  live_.hot.apply(block->segment->pool, added, released + left);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -411,7 +416,7 @@ DeviceStats CachingAllocator::stats() const {
 
 std::size_t CachingAllocator::memory_allocated() const {
   std::lock_guard<SpinMutex> lock(mutex_);
-  return static_cast<std::size_t>(live_.allocated_bytes.current_all());
+  return static_cast<std::size_t>(live_.allocated_bytes_all());
 }
 
 std::size_t CachingAllocator::memory_reserved() const {
@@ -457,7 +462,7 @@ MemoryReport CachingAllocator::report_locked(std::size_t bytes) const {
   r.capacity = backend_->total_memory();
   r.device_free = backend_->device_free_memory();
   r.limit = memory_limit_locked();
-  r.allocated = static_cast<std::size_t>(live_.allocated_bytes.current_all());
+  r.allocated = static_cast<std::size_t>(live_.allocated_bytes_all());
   r.reserved = static_cast<std::size_t>(live_.reserved_bytes.current_all());
   r.largest_free_block = largest_free_block_locked();
   r.expandable_segments = config_.expandable_segments;

@@ -138,7 +138,9 @@ class CachingAllocator {
     std::int64_t blocks;
     std::int64_t units;
   };
-  void cache_block(Block* block);  // merge with free neighbours and index
+  // Merges with free neighbours and indexes; `released` is the free's own change to the
+  // hot stats (allocation, allocated and requested bytes), applied in the same update.
+  void cache_block(Block* block, const HotLanes& released);
   Block* merge_free_neighbours(Block* block, Unindexed& removed);
   std::size_t non_releasable_bytes(const Block* block) const;
   std::int64_t max_split_size_stat() const;
@@ -147,6 +149,7 @@ class CachingAllocator {
   [[gnu::noinline]] void notify_allocate(Block* block, std::size_t bytes, StreamId stream);
 
   void index_insert(Block* block, Unindexed removed = {});
+  std::size_t index_insert_uncounted(Block* block);
   void index_erase(Block* block);
   void unindex(Block* block, Unindexed& removed);
   void note_non_releasable(PoolKind kind, Unindexed removed, std::size_t added_bytes);

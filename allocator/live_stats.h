@@ -1,6 +1,11 @@
 // The allocator's running counters (internal), kept in the form that is cheapest to update
 // on every allocation and free, and published as PyTorch-shaped DeviceStats when read:
-//  - per pool only; "all" is the sum, except its peak, which is tracked;
+//  - the five statistics that change on every allocation and free (allocation,
+//    allocated_bytes, requested_bytes, inactive_split, inactive_split_bytes) are lanes of
+//    small vectors, so one update of a few vector instructions covers them all, for the
+//    pool and for "all";
+//  - the others, which change only with device calls or pending frees, per pool, "all"
+//    being the sum, except its peak, which is tracked;
 //  - "freed" totals are derived (see Stat::freed);
 //  - "active" is not counted at all: it is allocated + pending (freed by its user while
 //    another stream may still use it), and pending blocks are rare.
@@ -9,10 +14,89 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "allocator/stats.h"
 
 namespace frugal::alloc {
+
+// The lanes of HotCounters.
+enum HotStat : int {
+  kAllocation = 0,
+  kAllocatedBytes,
+  kRequestedBytes,
+  kInactiveSplit,
+  kInactiveSplitBytes,
+  kHotStats
+};
+
+// One value per hot statistic, padded to eight 64-bit lanes: a vector of the GCC/Clang
+// vector extension (one AVX-512 register, or two AVX2 ones). Built from scalars, it is
+// assembled in registers; an array would be assembled in memory, and a vector load of
+// several smaller stores waits until they reach the cache.
+using HotLanes = std::int64_t __attribute__((vector_size(64)));
+static_assert(kHotStats <= 8);
+
+// One lane, read through memory (nvcc's front end does not subscript vectors).
+inline std::int64_t lane(const HotLanes& v, int i) {
+  std::int64_t lanes[8];
+  std::memcpy(lanes, &v, sizeof lanes);
+  return lanes[i];
+}
+
+class HotCounters {
+ public:
+  // Removes `removed` and adds `added`, lane by lane, as one update of current, peak and
+  // total, in the pool and in "all". The value in between is below the peak, so the
+  // results are exactly those of a decrease followed by an increase.
+  void apply(PoolKind kind, const HotLanes& added, const HotLanes& removed) {
+    Lanes& p = pools_[static_cast<int>(kind)];
+    const HotLanes delta = added - removed;
+    const HotLanes now = p.current + delta;
+    p.current = now;
+    p.peak = now > p.peak ? now : p.peak;
+    p.allocated += added;
+    const HotLanes all = all_current_ + delta;
+    all_current_ = all;
+    all_peak_ = all > all_peak_ ? all : all_peak_;
+  }
+  std::int64_t current(PoolKind kind, HotStat s) const {
+    return lane(pools_[static_cast<int>(kind)].current, s);
+  }
+  std::int64_t current_all(HotStat s) const { return lane(all_current_, s); }
+
+  void reset_peak() {
+    for (Lanes& p : pools_) p.peak = p.current;
+    all_peak_ = all_current_;
+  }
+  void reset_accumulated() {
+    for (Lanes& p : pools_) {
+      p.allocated = HotLanes{};
+      p.current_at_reset = p.current;
+    }
+  }
+  StatArray publish(HotStat s) const {
+    StatArray out;
+    for (int k = 0; k < 2; ++k) {
+      const Lanes& p = pools_[k];
+      out.pool(static_cast<PoolKind>(k)) =
+          Stat{lane(p.current, s), lane(p.peak, s), lane(p.allocated, s),
+               lane(p.current_at_reset, s)};
+    }
+    const Stat& small = out.pool(PoolKind::kSmall);
+    const Stat& large = out.pool(PoolKind::kLarge);
+    out.all() = Stat{lane(all_current_, s), lane(all_peak_, s), small.allocated + large.allocated,
+                     small.current_at_reset + large.current_at_reset};
+    return out;
+  }
+
+ private:
+  struct Lanes {
+    HotLanes current{}, peak{}, allocated{}, current_at_reset{};
+  };
+  Lanes pools_[2];  // indexed by PoolKind
+  HotLanes all_current_{}, all_peak_{};
+};
 
 class PoolCounter {
  public:
@@ -22,15 +106,6 @@ class PoolCounter {
   }
   void decrease(PoolKind kind, std::int64_t amount) {
     pools_[static_cast<int>(kind)].decrease(amount);
-  }
-  // A decrease by `removed` followed by an increase by `added`, as one update. The value in
-  // between is below the peak, so current, total and peak come out exactly as with two.
-  void replace(PoolKind kind, std::int64_t removed, std::int64_t added) {
-    Stat& s = pools_[static_cast<int>(kind)];
-    s.current += added - removed;
-    s.allocated += added;
-    if (s.current > s.peak) s.peak = s.current;
-    all_peak_ = std::max(all_peak_, current_all());
   }
   std::int64_t current(PoolKind kind) const { return pools_[static_cast<int>(kind)].current; }
   std::int64_t current_all() const { return pools_[0].current + pools_[1].current; }
@@ -60,8 +135,8 @@ class PoolCounter {
 };
 
 struct LiveStats {
-  PoolCounter allocation, segment, inactive_split, allocated_bytes, reserved_bytes,
-      inactive_split_bytes, requested_bytes;
+  HotCounters hot;  // allocation, allocated/requested bytes, inactive_split (+ bytes)
+  PoolCounter segment, reserved_bytes;
   PoolCounter pending_count, pending_bytes;  // freed, waiting for other streams
   // Peaks of active = allocated + pending, tracked only while something is pending:
   // otherwise they equal the allocated peaks. Indexed all / small / large.
@@ -70,13 +145,13 @@ struct LiveStats {
   std::int64_t num_alloc_retries = 0, num_ooms = 0, num_sync_all_streams = 0;
   std::int64_t num_device_alloc = 0, num_device_free = 0;
 
-  PoolCounter* counters[9] = {&allocation,     &segment,         &inactive_split,
-                              &allocated_bytes, &reserved_bytes,  &inactive_split_bytes,
-                              &requested_bytes, &pending_count,   &pending_bytes};
+  PoolCounter* counters[4] = {&segment, &reserved_bytes, &pending_count, &pending_bytes};
 
   LiveStats() = default;
   LiveStats(const LiveStats&) = delete;
   LiveStats& operator=(const LiveStats&) = delete;
+
+  std::int64_t allocated_bytes_all() const { return hot.current_all(kAllocatedBytes); }
 
   // Called on allocation while blocks are pending.
   void note_active_peaks(PoolKind kind) {
@@ -84,18 +159,19 @@ struct LiveStats {
       peak[i] = std::max(peak[i], now);
     };
     const int p = 1 + static_cast<int>(kind);
-    bump(active_count_peak, 0, allocation.current_all() + pending_count.current_all());
-    bump(active_count_peak, p, allocation.current(kind) + pending_count.current(kind));
-    bump(active_bytes_peak, 0, allocated_bytes.current_all() + pending_bytes.current_all());
-    bump(active_bytes_peak, p, allocated_bytes.current(kind) + pending_bytes.current(kind));
+    bump(active_count_peak, 0, hot.current_all(kAllocation) + pending_count.current_all());
+    bump(active_count_peak, p, hot.current(kind, kAllocation) + pending_count.current(kind));
+    bump(active_bytes_peak, 0, hot.current_all(kAllocatedBytes) + pending_bytes.current_all());
+    bump(active_bytes_peak, p, hot.current(kind, kAllocatedBytes) + pending_bytes.current(kind));
   }
 
   void reset_peak() {
+    hot.reset_peak();
     for (PoolCounter* c : counters) c->reset_peak();
     oversize_allocations.reset_peak();
     oversize_segments.reset_peak();
-    const StatArray a = allocation.publish(), pc = pending_count.publish();
-    const StatArray b = allocated_bytes.publish(), pb = pending_bytes.publish();
+    const StatArray a = hot.publish(kAllocation), pc = pending_count.publish();
+    const StatArray b = hot.publish(kAllocatedBytes), pb = pending_bytes.publish();
     for (int i = 0; i < 3; ++i) {
       active_count_peak[i] = a.by_type[i].current + pc.by_type[i].current;
       active_bytes_peak[i] = b.by_type[i].current + pb.by_type[i].current;
@@ -103,6 +179,7 @@ struct LiveStats {
   }
 
   void reset_accumulated() {
+    hot.reset_accumulated();
     for (PoolCounter* c : counters) c->reset_accumulated();
     oversize_allocations.reset_accumulated();
     oversize_segments.reset_accumulated();
@@ -112,13 +189,13 @@ struct LiveStats {
 
   DeviceStats publish(std::int64_t max_split_size) const {
     DeviceStats s;
-    s.allocation = allocation.publish();
+    s.allocation = hot.publish(kAllocation);
     s.segment = segment.publish();
-    s.inactive_split = inactive_split.publish();
-    s.allocated_bytes = allocated_bytes.publish();
+    s.inactive_split = hot.publish(kInactiveSplit);
+    s.allocated_bytes = hot.publish(kAllocatedBytes);
     s.reserved_bytes = reserved_bytes.publish();
-    s.inactive_split_bytes = inactive_split_bytes.publish();
-    s.requested_bytes = requested_bytes.publish();
+    s.inactive_split_bytes = hot.publish(kInactiveSplitBytes);
+    s.requested_bytes = hot.publish(kRequestedBytes);
     s.active = active(s.allocation, pending_count.publish(), active_count_peak);
     s.active_bytes = active(s.allocated_bytes, pending_bytes.publish(), active_bytes_peak);
     s.oversize_allocations = oversize_allocations;

@@ -51,23 +51,27 @@ FRUGAL_HOT std::size_t CachingAllocator::non_releasable_bytes(const Block* block
 // Entering and leaving the free index changes the non-releasable ("inactive split") stats;
 // the amount counted on entry is kept in the block, so leaving costs no recomputation.
 // Blocks that leave on the way to an insert (merged neighbours, the block a split cuts)
-// are subtracted in the insert's own update: one update per counter instead of several.
+// are subtracted in the insert's own update, and on the hot paths that update also
+// carries the allocation's own change: one vector update for all of them.
 FRUGAL_HOT void CachingAllocator::note_non_releasable(PoolKind kind, Unindexed removed,
                                                       std::size_t added_bytes) {
-  const std::int64_t added_blocks = added_bytes != 0;
-  if ((removed.blocks | added_blocks) != 0) {
-    live_.inactive_split.replace(kind, removed.blocks, added_blocks);
-    live_.inactive_split_bytes.replace(kind,
-                                       removed.units * static_cast<std::int64_t>(FreeIndex::kUnitBytes),
-                                       static_cast<std::int64_t>(added_bytes));
-  }
+  const auto added = static_cast<std::int64_t>(added_bytes);
+  const std::int64_t removed_bytes = removed.units * std::int64_t{FreeIndex::kUnitBytes};
+  live_.hot.apply(kind, HotLanes{0, 0, 0, added != 0, added, 0, 0, 0},
+                  HotLanes{0, 0, 0, removed.blocks, removed_bytes, 0, 0, 0});
 }
 
-FRUGAL_HOT void CachingAllocator::index_insert(Block* block, Unindexed removed) {
+// Indexes a cached block and returns the non-releasable bytes it now counts, for the
+// caller's stats update.
+FRUGAL_HOT std::size_t CachingAllocator::index_insert_uncounted(Block* block) {
   block->segment->free_blocks->insert(block);
   const std::size_t bytes = non_releasable_bytes(block);
   block->counted_non_releasable = static_cast<std::uint32_t>(bytes / FreeIndex::kUnitBytes);
-  note_non_releasable(block->segment->pool, removed, bytes);
+  return bytes;
+}
+
+FRUGAL_HOT void CachingAllocator::index_insert(Block* block, Unindexed removed) {
+  note_non_releasable(block->segment->pool, removed, index_insert_uncounted(block));
 }
 
 // Takes a block out of the free index; its stats leave with the next index_insert.
