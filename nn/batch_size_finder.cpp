@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "engine/autocast.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/generator.h"
 #include "engine/ops/factory.h"
@@ -271,13 +272,17 @@ BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_opti
       std::vector<std::int64_t> shape{batch};
       shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
       const Tensor input = randn(shape, TensorOptions(kFloat32).device(device));
-      Tensor logits = model.forward(input);
-      FRUGAL_CHECK(logits.dim() == 2 && logits.size(0) == batch,
-                   "find_batch_size: expected the model's output to be [batch, classes], got " +
-                       shape_string(logits.sizes()));
-      const Tensor target = randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
-      Tensor loss = cross_entropy(logits, target);
-      logits = Tensor();  // the graph keeps what backward needs, as in frugal-train
+      Tensor loss;
+      {
+        std::optional<AutocastGuard> autocast;
+        if (options.autocast) autocast.emplace(device.type(), *options.autocast);
+        const Tensor logits = model.forward(input);  // the graph keeps what backward needs
+        FRUGAL_CHECK(logits.dim() == 2 && logits.size(0) == batch,
+                     "find_batch_size: expected the model's output to be [batch, classes], got " +
+                         shape_string(logits.sizes()));
+        const Tensor target = randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
+        loss = cross_entropy(logits, target);
+      }
       optimizer->zero_grad();
       loss.backward();
       optimizer->step();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct BatchSizeFinderOptions {
   // allocator reserves more than it hands out (rounding, fragmentation), and a step whose
   // allocated peak equals the device's capacity would run out of memory.
   double device_headroom = 0.1;
+  // For the Module overload: run forward and loss under AutocastGuard with this dtype
+  // (bfloat16 or float16), as a mixed-precision training run does; its activations, and so
+  // its peak, differ from float32's.
+  std::optional<ScalarType> autocast;
 };
 
 struct BatchSizeResult {
@@ -76,8 +81,8 @@ using OptimizerFactory =
 
 // For a classifier `model` (output [batch, classes]) trained with cross-entropy: each step is
 // random float32 inputs of shape [batch, sample_shape...] and random labels on the model's
-// device, forward, loss, zero_grad, backward and a step of an optimizer made by
-// make_optimizer over model.parameters() — frugal-train's step. The probes do not train the
+// device, forward, loss (under autocast when options.autocast is set), zero_grad, backward
+// and a step of an optimizer made by make_optimizer over model.parameters() — frugal-train's step. The probes do not train the
 // model: parameters, buffers, gradients, the training flag and the default generator are as
 // before when it returns (the probe optimizer is discarded; its state never touches the
 // caller's optimizer). budget 0: the limit of the model's device allocator, less headroom.

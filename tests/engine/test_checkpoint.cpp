@@ -279,3 +279,20 @@ TEST_CASE("checkpoint_sequential under autocast: the recompute runs in the forwa
     CHECK(identical(plain[i].second, checkpointed[i].second));
   }
 }
+
+TEST_CASE("checkpoint: a checkpoint inside a checkpointed function gives the same gradients") {
+  Generator gen(9);
+  const Tensor w1 = randn({8, 8}, {}, &gen).requires_grad_();
+  const Tensor w2 = randn({8, 8}, {}, &gen).requires_grad_();
+  const Tensor x = randn({4, 8}, {}, &gen);
+  const auto inner = [&](const std::vector<Tensor>& in) { return matmul(in[0], w2).tanh(); };
+  const auto outer = [&](const std::vector<Tensor>& in) {
+    return autograd::checkpoint(inner, {matmul(in[0], w1).relu()}).sum();
+  };
+  outer({x}).backward();
+  const Tensor g1 = w1.grad().clone(), g2 = w2.grad().clone();
+  nn::zero_grad({w1, w2});
+  autograd::checkpoint(outer, {x}).backward();
+  CHECK(identical(w1.grad(), g1));
+  CHECK(identical(w2.grad(), g2));
+}

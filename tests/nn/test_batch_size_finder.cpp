@@ -222,3 +222,22 @@ TEST_CASE("find_batch_size: near a tight cap, out-of-memory errors below the bud
   CHECK(at_batch > 0);  // the chosen batch runs under the cap in the caller's own step
   CHECK(at_batch <= r.budget);
 }
+
+TEST_CASE("find_batch_size: under autocast the fit follows the bfloat16 activations") {
+  manual_seed(15);
+  auto model = nn::mobilenet();
+  // mobilenet's peak is linear from small batches on (the cnn's is not), so small probes do.
+  nn::BatchSizeFinderOptions options;
+  options.first_probe = 4;
+  options.second_probe = 8;
+  const std::int64_t budget = allocated_now() + 24 * kMiB;
+  const nn::BatchSizeResult full = nn::find_batch_size(*model, sgd(), {1, 28, 28}, budget, options);
+  options.autocast = kBFloat16;
+  const nn::BatchSizeResult mixed = nn::find_batch_size(*model, sgd(), {1, 28, 28}, budget, options);
+  INFO(nn::describe(mixed));
+  INFO(nn::describe(full));
+  CHECK(mixed.bytes_per_sample < 0.75 * full.bytes_per_sample);  // 16-bit activations
+  CHECK(mixed.batch > full.batch);
+  CHECK(relative_error(mixed.predicted_peak, mixed.measured_peak) < 0.05);
+  CHECK(mixed.next_batch_failed);
+}
