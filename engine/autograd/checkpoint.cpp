@@ -3,6 +3,7 @@
 // runs a nested backward pass through the recomputed graph.
 #include "engine/autograd/checkpoint.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -82,6 +83,70 @@ struct RecomputeScope {
   ~RecomputeScope() { --recompute_depth; }
 };
 
+// The node of a checkpointed segment: what it needs to replay the forward, and a backward
+// that replays it and runs a nested backward pass through the replayed graph. A Node of its
+// own rather than a FunctionNode so that it can hand the incoming gradient and the replayed
+// output to that pass by value, and they are freed as early as in a plain backward.
+class CheckpointNode final : public Node {
+ public:
+  struct Replay {
+    CheckpointFunction fn;
+    std::vector<SavedTensor> inputs;
+    std::uint64_t seed, offset;
+    AutocastState autocast;
+    CheckpointOptions options;
+  };
+
+  CheckpointNode(std::vector<Edge> edges, Replay replay)
+      : Node(std::move(edges)), replay_(std::make_unique<Replay>(std::move(replay))) {}
+  const char* name() const override { return "checkpoint"; }
+
+  std::vector<Tensor> apply(Tensor grad, bool retain_graph) override {
+    FRUGAL_CHECK(replay_ != nullptr,
+                 "trying to backward through a checkpoint a second time (it freed its inputs after "
+                 "the first backward); pass retain_graph=true to the first backward() to keep them");
+    const Replay& r = *replay_;
+    const auto needs = [&](std::size_t i) { return next_edges_[i].node != nullptr; };
+    // Leaves over the saved data: the replayed graph ends at them, and their .grad is what
+    // flows on to the inputs' own history.
+    std::vector<Tensor> leaves;
+    leaves.reserve(r.inputs.size());
+    for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+      Tensor leaf;
+      if (r.inputs[i].defined()) leaf = r.inputs[i].unpack().detach();
+      if (leaf.defined() && needs(i)) leaf.requires_grad_(true);
+      leaves.push_back(std::move(leaf));
+    }
+    Tensor recomputed;
+    {
+      RecomputeScope scope;
+      StateRestorer restore_state(r.options.preserve_state);
+      std::optional<GeneratorStateGuard> rng;
+      if (r.options.preserve_rng_state) rng.emplace(r.seed, r.offset);
+      AutocastRestorer autocast_as_in_forward(r.autocast);
+      AutoGradMode enable_grad(true);  // backward runs under NoGradGuard
+      recomputed = r.fn(leaves);
+    }
+    FRUGAL_CHECK(recomputed.defined() && recomputed.sizes() == grad.sizes(),
+                 "checkpoint: the recomputed output has shape " +
+                     (recomputed.defined() ? shape_string(recomputed.sizes()) : std::string("(undefined)")) +
+                     " but the forward produced " + shape_string(grad.sizes()) +
+                     "; the checkpointed function must be deterministic");
+    std::vector<Tensor> grads(leaves.size());
+    // Unless nothing inside the segment needs a gradient (no parameters, no input that wants one).
+    if (recomputed.requires_grad()) {
+      run_backward(std::move(recomputed), std::move(grad), /*retain_graph=*/false);
+      for (std::size_t i = 0; i < leaves.size(); ++i)
+        if (needs(i) && leaves[i].defined()) grads[i] = leaves[i].grad();
+    }
+    if (!retain_graph) replay_.reset();  // frees the saved inputs now
+    return grads;
+  }
+
+ private:
+  std::unique_ptr<Replay> replay_;
+};
+
 }  // namespace
 
 bool is_recomputing() { return recompute_depth > 0; }
@@ -91,17 +156,15 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
   FRUGAL_CHECK(static_cast<bool>(fn), "checkpoint: the function is empty");
   if (!GradMode::is_enabled()) return fn(inputs);
 
-  const std::uint64_t seed = default_generator().seed();
-  const std::uint64_t offset = default_generator().offset();
-  const AutocastState autocast_state;
+  CheckpointNode::Replay replay{fn, {}, default_generator().seed(), default_generator().offset(),
+                                AutocastState(), std::move(options)};
   // Saved before fn runs, so that fn modifying an input in place shows in its version.
   std::vector<Edge> edges;
-  std::vector<SavedTensor> saved;
   edges.reserve(inputs.size());
-  saved.reserve(inputs.size());
+  replay.inputs.reserve(inputs.size());
   for (const Tensor& input : inputs) {
     edges.push_back(gradient_edge(input));
-    saved.push_back(save(input, "checkpoint"));
+    replay.inputs.push_back(save(input, "checkpoint"));
   }
   Tensor output;
   {
@@ -111,43 +174,8 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
   FRUGAL_CHECK(output.defined(), "checkpoint: the function returned an undefined tensor");
   // A fresh handle: the node must not land on an input's impl when fn returns it unchanged.
   output = output.detach();
-
-  BackwardFn backward = [fn, saved = std::move(saved), seed, offset, autocast_state,
-                         options = std::move(options)](const Tensor& grad, InputGrads& grads) {
-    // Leaves over the saved data: the recomputed graph ends at them, and their .grad is what
-    // flows on to the inputs' own history.
-    std::vector<Tensor> leaves;
-    leaves.reserve(saved.size());
-    for (std::size_t i = 0; i < saved.size(); ++i) {
-      Tensor leaf;
-      if (saved[i].defined()) leaf = saved[i].unpack().detach();
-      if (leaf.defined() && grads.needs(i)) leaf.requires_grad_(true);
-      leaves.push_back(std::move(leaf));
-    }
-    Tensor recomputed;
-    {
-      RecomputeScope scope;
-      StateRestorer restore_state(options.preserve_state);
-      std::optional<GeneratorStateGuard> rng;
-      if (options.preserve_rng_state) rng.emplace(seed, offset);
-      AutocastRestorer autocast_as_in_forward(autocast_state);
-      AutoGradMode enable_grad(true);  // backward runs under NoGradGuard
-      recomputed = fn(leaves);
-    }
-    FRUGAL_CHECK(recomputed.defined() && recomputed.sizes() == grad.sizes(),
-                 "checkpoint: the recomputed output has shape " +
-                     (recomputed.defined() ? shape_string(recomputed.sizes()) : std::string("(undefined)")) +
-                     " but the forward produced " + shape_string(grad.sizes()) +
-                     "; the checkpointed function must be deterministic");
-    // Nothing inside the segment needs a gradient (no parameters, no input that wants one).
-    if (!recomputed.requires_grad()) return;
-    run_backward(recomputed, grad, /*retain_graph=*/false);
-    recomputed = Tensor();
-    for (std::size_t i = 0; i < leaves.size(); ++i)
-      if (grads.needs(i) && leaves[i].defined()) grads[i] = leaves[i].grad();
-  };
   output.impl()->ensure_autograd_meta().grad_fn =
-      std::make_shared<FunctionNode>("checkpoint", std::move(edges), std::move(backward));
+      std::make_shared<CheckpointNode>(std::move(edges), std::move(replay));
   return output;
 }
 

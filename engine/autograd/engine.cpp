@@ -41,12 +41,12 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
 
 }  // namespace
 
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+void run_backward(Tensor root, Tensor gradient, bool retain_graph) {
   FRUGAL_CHECK(root.defined(), "backward: called on an undefined tensor");
   FRUGAL_CHECK(root.requires_grad(),
                "backward: the tensor does not require grad and has no grad_fn (was it made "
                "under NoGradGuard, or from inputs that do not require grad?)");
-  Tensor grad = gradient;
+  Tensor grad = std::move(gradient);
   if (!grad.defined()) {
     FRUGAL_CHECK(root.numel() == 1, "backward: grad can be implicitly created only for "
                                     "one-element outputs, but the output has shape " +
@@ -61,6 +61,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   // Each backward formula runs in the dtypes its forward ran in, whatever autocast says now.
   autocast::SuspendGuard no_autocast;
   Edge root_edge = gradient_edge(root);
+  root = Tensor();  // the graph holds what it needs; a caller that moved the root in frees it
   std::unordered_map<Node*, int> deps = count_dependencies(root_edge.node.get());
   std::unordered_map<Node*, Tensor> buffers;  // gradients waiting for their node
   std::priority_queue<Node*, std::vector<Node*>, ByNewestFirst> ready;

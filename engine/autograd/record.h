@@ -40,7 +40,8 @@ void rebase(Tensor& self, const char* name, std::initializer_list<Tensor> other_
 // that requires grad while grad mode is on, and not on a view when the op records history.
 void check_inplace(const Tensor& self, const char* name, bool records_history);
 
-// Runs the backward pass (Tensor::backward).
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+// Runs the backward pass (Tensor::backward). By value: a caller that moves the root and the
+// gradient in (a checkpoint's recompute) lets them go as soon as the graph has consumed them.
+void run_backward(Tensor root, Tensor gradient, bool retain_graph);
 
 }  // namespace frugal::autograd
