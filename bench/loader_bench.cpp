@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
   cli.option("seed", "N", "shuffle and augmentation seed", "0");
   cli.flag("no-flip", "leave out the random horizontal flip");
   cli.flag("pin-memory", "batch buffers from the pinned allocator");
+  cli.flag("persistent-workers", "keep the worker threads from one epoch to the next");
   cli.flag("shard-shuffle", "shards: shuffle shard order and within shards (default: a global shuffle)");
   cli.option("json", "PATH", "write the figures as JSON");
   if (!cli.parse(argc, argv)) return 0;
@@ -107,6 +108,7 @@ int run(int argc, char** argv) {
   options.num_workers = static_cast<int>(cli.get_int("workers"));
   options.prefetch = static_cast<int>(cli.get_int("prefetch"));
   options.pin_memory = cli.has("pin-memory");
+  options.persistent_workers = cli.has("persistent-workers");
   DataLoader loader(dataset, sampler, options);
 
   std::printf("frugal-loader-bench: %s (%s), %lld samples, batch %lld, %d workers, %s\n", path.c_str(),
@@ -146,6 +148,7 @@ int run(int argc, char** argv) {
     j.field("workers", static_cast<std::int64_t>(options.num_workers));
     j.field("prefetch", static_cast<std::int64_t>(options.prefetch));
     j.field("pin_memory", options.pin_memory);
+    j.field("persistent_workers", options.persistent_workers);
     j.field("epochs", epochs);
     j.field("images_per_sec", median);
     std::string per_epoch;

@@ -58,6 +58,8 @@ SampleError as_sample_error(std::exception_ptr error, std::int64_t index, const 
 // `prefetch` batches after the last one handed out, and every wait is on a condition
 // variable: no barrier per batch, so no thread spins while the consumer trains (OpenMP's
 // barriers busy-wait, which on a loaded machine costs far more than it saves).
+class WorkerTeam;
+
 struct LoaderEpoch::State {
   std::shared_ptr<const Dataset> dataset;
   SampleSpec spec;
@@ -86,7 +88,8 @@ struct LoaderEpoch::State {
   std::exception_ptr fatal;        // a failure outside any sample (an allocation)
   bool stop = false;
   std::atomic<bool> stopping{false};  // the same, read without the lock between samples
-  std::thread producer;
+  // The team making this epoch: the loader's persistent one, or the epoch's own.
+  std::shared_ptr<WorkerTeam> team;
 
   std::int64_t batch_count(std::int64_t b) const {
     return std::min(options.batch_size, static_cast<std::int64_t>(order.size()) - b * options.batch_size);
@@ -94,9 +97,12 @@ struct LoaderEpoch::State {
   std::int64_t end_position() const {
     return std::min(static_cast<std::int64_t>(order.size()), num_batches * options.batch_size);
   }
+  std::int64_t chunk = 1;  // samples per claim
   void allocate(Slot& slot, std::int64_t b);
   void fill(Slot& slot, std::int64_t b, std::int64_t from, std::int64_t to);
   void finish(Slot& slot);
+  bool claimable() const;
+  void work_one_chunk(std::unique_lock<std::mutex>& lock);
   void work();
   Slot make_now(std::int64_t b);  // num_workers == 0: on the caller's thread
 };
@@ -118,9 +124,12 @@ void LoaderEpoch::State::fill(Slot& slot, std::int64_t b, std::int64_t from, std
   auto* data = static_cast<char*>(slot.batch.data.data_ptr());
   auto* target = static_cast<char*>(slot.batch.target.data_ptr());
   const std::int64_t base = b * options.batch_size;
+  const std::int64_t last = static_cast<std::int64_t>(order.size()) - 1;
   for (std::int64_t i = from; i < to; ++i) {
     if (stopping.load(std::memory_order_relaxed)) return;
     const std::int64_t index = order[static_cast<std::size_t>(base + i)];
+    // Two samples ahead: enough to hide a memory miss, not so far that it is evicted again.
+    dataset->prefetch(order[static_cast<std::size_t>(std::min(base + i + 2, last))]);
     const SampleSlot sample{data + static_cast<std::size_t>(i) * data_bytes, target + static_cast<std::size_t>(i) * target_bytes,
                             sample_seed(options.seed, epoch, index)};
     try {
@@ -164,42 +173,49 @@ void LoaderEpoch::State::finish(Slot& slot) {
   }
 }
 
-// One team thread: claim a chunk of consecutive samples of the batch at the front, make
-// them, and finish the batch if this chunk was its last; wait while the window is full.
+bool LoaderEpoch::State::claimable() const {
+  return !stop && !fatal && next_position < end_position() &&
+         next_position / options.batch_size < next_to_give + static_cast<std::int64_t>(ring.size());
+}
+
+// Claims the next chunk of consecutive samples (of the oldest unstarted batch, inside the
+// window), makes them with the lock released, and finishes the batch if this chunk was its
+// last. Called with `lock` held and claimable() true; returns with it held.
+void LoaderEpoch::State::work_one_chunk(std::unique_lock<std::mutex>& lock) {
+  const std::int64_t window = static_cast<std::int64_t>(ring.size());
+  const std::int64_t b = next_position / options.batch_size;
+  Slot& slot = ring[static_cast<std::size_t>(b % window)];
+  const std::int64_t from = next_position - b * options.batch_size;
+  try {
+    if (from == 0) allocate(slot, b);  // the first claim of a batch makes its buffers
+  } catch (...) {
+    fatal = std::current_exception();
+    changed.notify_all();
+    return;
+  }
+  const std::int64_t to = std::min(from + chunk, batch_count(b));
+  next_position = b * options.batch_size + to;
+  lock.unlock();
+  fill(slot, b, from, to);
+  lock.lock();
+  slot.unfinished -= to - from;
+  if (slot.unfinished == 0 && !stop) {
+    lock.unlock();
+    finish(slot);  // only this thread touches the slot now
+    lock.lock();
+    slot.done = true;  // published under the lock the consumer waits with
+    changed.notify_all();
+  }
+}
+
+// One team thread: chunk after chunk, waiting (on the condition variable, never spinning)
+// while the window is full.
 void LoaderEpoch::State::work() {
-  const int workers = std::max(options.num_workers, 1);
-  const std::int64_t chunk = std::clamp<std::int64_t>(options.batch_size / (4 * workers), 1, 16);
-  const std::int64_t end = end_position();
-  const auto window = static_cast<std::int64_t>(ring.size());
   std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
-    changed.wait(lock, [&] {
-      return stop || fatal || next_position >= end || next_position / options.batch_size < next_to_give + window;
-    });
-    if (stop || fatal || next_position >= end) return;
-    const std::int64_t b = next_position / options.batch_size;
-    Slot& slot = ring[static_cast<std::size_t>(b % window)];
-    const std::int64_t from = next_position - b * options.batch_size;
-    try {
-      if (from == 0) allocate(slot, b);  // the first claim of a batch makes its buffers
-    } catch (...) {
-      fatal = std::current_exception();
-      changed.notify_all();
-      return;
-    }
-    const std::int64_t to = std::min(from + chunk, batch_count(b));
-    next_position = b * options.batch_size + to;
-    lock.unlock();
-    fill(slot, b, from, to);
-    lock.lock();
-    slot.unfinished -= to - from;
-    if (slot.unfinished == 0 && !stop) {
-      lock.unlock();
-      finish(slot);  // only this thread touches the slot now
-      lock.lock();
-      slot.done = true;  // published under the lock the consumer waits with
-      changed.notify_all();
-    }
+    changed.wait(lock, [&] { return stop || fatal || next_position >= end_position() || claimable(); });
+    if (!claimable()) return;
+    work_one_chunk(lock);
   }
 }
 
@@ -212,7 +228,68 @@ LoaderEpoch::State::Slot LoaderEpoch::State::make_now(std::int64_t b) {
   return slot;
 }
 
-LoaderEpoch::LoaderEpoch(std::unique_ptr<State> state) : state_(std::move(state)) {
+// The threads that make an epoch's samples: a producer thread that leads an OpenMP team of
+// num_workers threads through State::work(). Without persistent_workers each epoch has its
+// own team, joined when the epoch ends; with it, the DataLoader keeps one team for its whole
+// life and hands it each epoch in turn (thread start-up and join then cost nothing per epoch,
+// which matters when an epoch takes milliseconds).
+class WorkerTeam {
+ public:
+  explicit WorkerTeam(int workers) : workers_(workers), thread_([this] { run(); }) {}
+  ~WorkerTeam() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      quit_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  // Starts `job` on the team; a frugal::Error if the team is still busy with another epoch.
+  void submit(std::shared_ptr<LoaderEpoch::State> job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    FRUGAL_CHECK(!job_, "DataLoader (persistent_workers): the workers are still making another epoch's batches; "
+                        "finish or destroy that epoch before starting the next");
+    job_ = std::move(job);
+    changed_.notify_all();
+  }
+  // Waits until the current job (if any) has returned from its work.
+  void wait_idle() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !job_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return quit_ || job_; });
+      if (quit_) return;
+      std::shared_ptr<LoaderEpoch::State> job = job_;
+      lock.unlock();
+      if (workers_ == 1) {
+        job->work();
+      } else {
+#pragma omp parallel num_threads(workers_)
+        job->work();
+      }
+      lock.lock();
+      // Both references go while the lock is held, so the epoch waiting in wait_idle()
+      // remains the last owner of the state (and of an epoch's own team: never this thread).
+      job.reset();
+      job_.reset();
+      changed_.notify_all();
+    }
+  }
+
+  int workers_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::shared_ptr<LoaderEpoch::State> job_;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+LoaderEpoch::LoaderEpoch(std::shared_ptr<State> state) : state_(std::move(state)) {
   State& s = *state_;
   s.data_bytes = static_cast<std::size_t>(shape_numel(s.spec.data_sizes)) * element_size(s.spec.data_dtype);
   s.target_bytes = static_cast<std::size_t>(shape_numel(s.spec.target_sizes)) * element_size(s.spec.target_dtype);
@@ -220,15 +297,9 @@ LoaderEpoch::LoaderEpoch(std::unique_ptr<State> state) : state_(std::move(state)
   s.next_position = s.first_batch * s.options.batch_size;
   if (s.options.num_workers == 0 || s.first_batch >= s.num_batches) return;
   s.ring.resize(static_cast<std::size_t>(s.options.prefetch));
-  s.producer = std::thread([&s] {
-    const int workers = s.options.num_workers;
-    if (workers == 1) {
-      s.work();
-      return;
-    }
-#pragma omp parallel num_threads(workers)
-    s.work();
-  });
+  s.chunk = std::clamp<std::int64_t>(s.options.batch_size / (4 * s.options.num_workers), 1, 16);
+  if (!s.team) s.team = std::make_shared<WorkerTeam>(s.options.num_workers);  // this epoch's own
+  s.team->submit(state_);
 }
 
 LoaderEpoch::~LoaderEpoch() {
@@ -239,7 +310,7 @@ LoaderEpoch::~LoaderEpoch() {
     s.stopping = true;
   }
   s.changed.notify_all();
-  if (s.producer.joinable()) s.producer.join();
+  if (s.team) s.team->wait_idle();  // an epoch's own team is then joined with the state
 }
 
 std::int64_t LoaderEpoch::next_index() const { return state_->next_to_give; }
@@ -329,7 +400,7 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   FRUGAL_CHECK(first_batch >= 0 && first_batch <= num_batches(),
                "DataLoader::start: batch " + std::to_string(first_batch) + " is out of range: the epoch has " +
                    std::to_string(num_batches()) + " batches");
-  auto state = std::make_unique<LoaderEpoch::State>();
+  auto state = std::make_shared<LoaderEpoch::State>();
   state->dataset = dataset_;
   state->spec = dataset_->spec();
   state->options = options_;
@@ -344,6 +415,10 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   state->num_batches = num_batches();
   state->first_batch = first_batch;
   state->skipped = skipped_;
+  if (options_.persistent_workers && options_.num_workers > 0) {
+    if (!team_) team_ = std::make_shared<WorkerTeam>(options_.num_workers);
+    state->team = team_;
+  }
   return std::unique_ptr<LoaderEpoch>(new LoaderEpoch(std::move(state)));
 }
 

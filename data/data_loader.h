@@ -18,7 +18,8 @@ namespace frugal::data {
 // One pass over the data set. With num_workers > 0 a producer thread leads an OpenMP team of
 // num_workers threads (itself one of them) that fills batch after batch ahead of the
 // consumer; with 0 every batch is made on the calling thread when asked for. Destroying it
-// stops the producer (unfinished samples are abandoned) and joins it.
+// stops the producer (unfinished samples are abandoned) and joins it — or, with
+// persistent_workers, waits until the loader's team is idle again.
 class LoaderEpoch {
  public:
   ~LoaderEpoch();
@@ -35,8 +36,8 @@ class LoaderEpoch {
 
  private:
   friend class DataLoader;
-  explicit LoaderEpoch(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
+  explicit LoaderEpoch(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
 };
 
 class DataLoader {
@@ -90,6 +91,8 @@ class DataLoader {
   DataLoaderOptions options_;
   std::int64_t epoch_ = 0;
   std::shared_ptr<std::atomic<std::int64_t>> skipped_;
+  // With persistent_workers: the team kept for the loader's life (made by the first epoch).
+  mutable std::shared_ptr<class WorkerTeam> team_;
 };
 
 }  // namespace frugal::data

@@ -37,6 +37,9 @@ class Dataset {
   // Writes sample `index` into `slot`. Called from several threads at once, so it must not
   // change shared state. Throws frugal::Error (naming the file) for a sample it cannot make.
   virtual void get(std::int64_t index, const SampleSlot& slot) const = 0;
+  // A hint that sample `index` will be asked for soon: a dataset reading memory-mapped
+  // samples starts pulling them into the cache, so a random order does not wait on memory.
+  virtual void prefetch(std::int64_t index) const {}
   // Where sample `index` comes from (a file name, "shard.frs entry 17"), for error messages.
   virtual std::string source(std::int64_t index) const { return "sample " + std::to_string(index); }
 };

@@ -83,17 +83,17 @@ void transform_into_slot(const Image& decoded, const Compose& transform, const I
                          std::int64_t label, const SampleSlot& slot, const Dataset& dataset, std::int64_t index) {
   ThreadBuffers& t = thread_buffers();
   // Working out the output shape costs a virtual call per transform: remember the last one.
-  thread_local const Compose* known_transform = nullptr;
-  thread_local ImageShape known_input;
-  if (known_transform != &transform || !(known_input == decoded.shape)) {
-    const ImageShape made = transform.output_shape(decoded.shape);
-    if (!(made == expected))
-      throw Error(dataset.source(index) + ": image " + decoded.shape.str() + " becomes " + made.str() + " after " +
-                  transform.str() + ", but the data set's samples are " + expected.str() +
-                  " (set by the first image; add Resize or CenterCrop to make them agree)");
-    known_transform = &transform;
+  thread_local std::uint64_t known_transform = 0;
+  thread_local ImageShape known_input, known_output;
+  if (known_transform != transform.id() || !(known_input == decoded.shape)) {
+    known_output = transform.output_shape(decoded.shape);
+    known_transform = transform.id();
     known_input = decoded.shape;
   }
+  if (!(known_output == expected))
+    throw Error(dataset.source(index) + ": image " + decoded.shape.str() + " becomes " + known_output.str() +
+                " after " + transform.str() + ", but the data set's samples are " + expected.str() +
+                " (set by the first image; add Resize or CenterCrop to make them agree)");
   SampleRandom random(slot.seed);
   transform.run_into(decoded, slot.data, t.a, t.b, random);
   *static_cast<std::int64_t*>(slot.target) = label;

@@ -33,6 +33,9 @@ struct DataLoaderOptions {
   int prefetch = 2;
   // Batch buffers come from the pinned caching allocator, ready for non_blocking copies.
   bool pin_memory = false;
+  // Keep the worker threads between epochs (joined when the loader is destroyed) instead of
+  // starting and joining them every epoch; PyTorch's option of the same name.
+  bool persistent_workers = false;
   // A sample that cannot be made is logged on stderr, counted and left out of its batch
   // (which becomes smaller) instead of ending the epoch with its error.
   bool skip_bad = false;

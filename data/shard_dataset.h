@@ -30,6 +30,7 @@ class ShardDataset : public Dataset {
   SampleSpec spec() const override { return spec_; }
   void get(std::int64_t index, const SampleSlot& slot) const override;
   std::string source(std::int64_t index) const override;
+  void prefetch(std::int64_t index) const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
   std::int64_t label(std::int64_t index) const;

@@ -3,6 +3,7 @@
 #include "data/transforms.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -23,6 +24,48 @@ Planes planes_of(const ImageShape& s) {
   return {s.channels, s.element_bytes()};
 }
 
+// One pixel of N bytes, copied by value so the compiler moves it in registers.
+template <std::size_t N>
+struct Pixel {
+  unsigned char b[N];
+};
+
+// One output row of the window: zeros where the source column left + wx falls outside
+// [0, W), the source pixels elsewhere, mirrored (output x shows window column ow-1-x) when
+// `flip`. [x0, x1) are the window columns that fall inside the source.
+template <std::size_t N>
+void crop_row(const unsigned char* srow, unsigned char* drow, int left, int ow, int x0, int x1, bool flip) {
+  using P = Pixel<N>;
+  const P* s = reinterpret_cast<const P*>(srow) + left;  // s[wx] is window column wx
+  P* d = reinterpret_cast<P*>(drow);
+  const P zero{};
+  if (!flip) {
+    for (int x = 0; x < x0; ++x) d[x] = zero;
+    for (int x = x0; x < x1; ++x) d[x] = s[x];
+    for (int x = x1; x < ow; ++x) d[x] = zero;
+    return;
+  }
+  const int a = ow - x1, b = ow - x0;  // output columns whose mirror lies inside
+  for (int x = 0; x < a; ++x) d[x] = zero;
+  for (int x = a; x < b; ++x) d[x] = s[ow - 1 - x];
+  for (int x = b; x < ow; ++x) d[x] = zero;
+}
+
+using RowFn = void (*)(const unsigned char*, unsigned char*, int, int, int, int, bool);
+
+RowFn row_function(std::size_t pixel_bytes) {
+  switch (pixel_bytes) {
+    case 1: return crop_row<1>;
+    case 2: return crop_row<2>;
+    case 3: return crop_row<3>;
+    case 4: return crop_row<4>;
+    case 8: return crop_row<8>;
+    case 12: return crop_row<12>;
+    case 16: return crop_row<16>;
+    default: return nullptr;
+  }
+}
+
 // out = the window of `in` with top-left (top, left) and out's size, zeros outside `in`,
 // mirrored left-right when `flip`.
 void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top, int left, bool flip) {
@@ -31,8 +74,9 @@ void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top
   const int H = in.shape.height, W = in.shape.width, oh = out_shape.height, ow = out_shape.width;
   const std::size_t px = p.pixel_bytes;
   const std::size_t in_row = px * static_cast<std::size_t>(W), out_row = px * static_cast<std::size_t>(ow);
-  // Columns x of the output whose source column left + x lies inside the image.
+  // Columns x of the window whose source column left + x lies inside the image.
   const int x0 = std::clamp(-left, 0, ow), x1 = std::clamp(W - left, 0, ow);
+  const RowFn row = row_function(px);
   const unsigned char* src = in.bytes();
   for (int plane = 0; plane < p.planes; ++plane) {
     const unsigned char* src_plane = src + static_cast<std::size_t>(plane) * in_row * static_cast<std::size_t>(H);
@@ -45,23 +89,15 @@ void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top
         continue;
       }
       const unsigned char* srow = src_plane + static_cast<std::size_t>(sy) * in_row;
-      if (!flip) {
-        std::memset(drow, 0, px * static_cast<std::size_t>(x0));
-        std::memcpy(drow + px * x0, srow + px * static_cast<std::size_t>(left + x0), px * static_cast<std::size_t>(x1 - x0));
-        std::memset(drow + px * x1, 0, px * static_cast<std::size_t>(ow - x1));
+      if (row) {
+        row(srow, drow, left, ow, x0, x1, flip);
         continue;
       }
-      // Mirrored: output column x shows window column ow - 1 - x.
-      for (int x = 0; x < ow; ++x) {
-        const int wx = ow - 1 - x;
+      for (int x = 0; x < ow; ++x) {  // pixels of an unusual size: byte copies
+        const int wx = flip ? ow - 1 - x : x;
         unsigned char* d = drow + px * static_cast<std::size_t>(x);
-        if (wx < x0 || wx >= x1) {
-          std::memset(d, 0, px);
-        } else if (px == 1) {
-          *d = srow[left + wx];
-        } else {
-          std::memcpy(d, srow + px * static_cast<std::size_t>(left + wx), px);
-        }
+        if (wx < x0 || wx >= x1) std::memset(d, 0, px);
+        else std::memcpy(d, srow + px * static_cast<std::size_t>(left + wx), px);
       }
     }
   }
@@ -363,6 +399,8 @@ Compose& Compose::add(TransformPtr t) {
 }
 
 void Compose::plan() {
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1);
   steps_.clear();
   for (std::size_t i = 0; i < transforms_.size(); ++i) {
     const TransformPtr& t = transforms_[i];

@@ -124,9 +124,13 @@ class Compose {
   void run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
   bool empty() const { return transforms_.empty(); }
   std::string str() const;
+  // Differs between any two Composes that hold different transforms (a copy keeps it), so
+  // per-thread caches can key on it safely.
+  std::uint64_t id() const { return id_; }
 
  private:
   void plan();
+  std::uint64_t id_ = 0;
   std::vector<TransformPtr> transforms_;  // as given
   std::vector<TransformPtr> steps_;       // as run (fused where possible)
 };

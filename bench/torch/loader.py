@@ -1,10 +1,9 @@
 # The PyTorch side of bench/loader.sh: torch.utils.data.DataLoader over a PIL Dataset of the
 # same PNG tree frugal-loader-bench reads (torchvision's ImageFolder layout and transforms:
 # RandomCrop(28, padding=2), RandomHorizontalFlip, ToTensor, Normalize), timed per epoch, with
-# the process's peak RSS (children included: workers are processes) after each epoch. --json.
+# the peak RSS of the process and its worker processes (VmHWM, summed) after each epoch. --json.
 import argparse
 import json
-import resource
 import time
 
 import torch
@@ -12,10 +11,24 @@ from torch.utils.data import DataLoader
 from torchvision import datasets, transforms
 
 
-def peak_rss_bytes():
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return (own + children) * 1024
+def vm_hwm_bytes(pid="self"):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def peak_rss_bytes(loader):
+    """Peak RSS of this process plus each live worker process's (workers are processes)."""
+    total = vm_hwm_bytes()
+    iterator = getattr(loader, "_iterator", None)
+    for w in getattr(iterator, "_workers", []) or []:
+        try:
+            total += vm_hwm_bytes(w.pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
 
 
 def main():
@@ -54,7 +67,7 @@ def main():
             checksum += float(data[0, 0, 0, 0])
         seconds = time.perf_counter() - t0
         rates.append(images / seconds)
-        peaks.append(peak_rss_bytes())
+        peaks.append(peak_rss_bytes(loader))
         print(f"epoch {epoch + 1}: {images} images in {seconds:.3f} s, {rates[-1]:.0f} images/s, "
               f"peak RSS {peaks[-1] / 2**20:.1f} MiB", flush=True)
     median = sorted(rates)[len(rates) // 2]

@@ -257,3 +257,35 @@ TEST_CASE("data loader: an in-memory uint8 image tensor through transforms, as I
   CHECK_THROWS_WITH(TensorImageDataset(images.to(kFloat32), labels), Contains("uint8"));
   CHECK_THROWS_WITH(TensorImageDataset(images, arange(3)), Contains("do not match"));
 }
+
+TEST_CASE("data loader: persistent_workers keeps one team across epochs, joined with the loader") {
+  const int threads_before = thread_count();
+  auto set = std::make_shared<CountingDataset>(300, std::set<std::int64_t>{}, 50);
+  std::vector<std::pair<float, float>> reference;
+  {
+    DataLoader per_epoch(set, {.batch_size = 16, .seed = 8, .num_workers = 2});
+    per_epoch.set_epoch(1);
+    reference = run_epoch(per_epoch);
+  }
+  {
+    DataLoader loader(set, {.batch_size = 16, .seed = 8, .num_workers = 2, .persistent_workers = true});
+    run_epoch(loader);
+    const int threads_kept = thread_count();
+    CHECK(threads_kept > threads_before);  // the team stays between epochs
+    loader.set_epoch(1);
+    CHECK(run_epoch(loader) == reference);  // the same batches as a team per epoch
+    CHECK(thread_count() == threads_kept);  // and no new threads for the second epoch
+    // Breaking out stops the work; the idle team stays until the loader goes.
+    for (Batch& b : loader) {
+      (void)b;
+      break;
+    }
+    const std::int64_t calls = set->calls.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(set->calls.load() == calls);
+    // Two epochs at once cannot share one team: the second is refused, not deadlocked.
+    auto first = loader.start();
+    CHECK_THROWS_WITH(loader.start(), Contains("persistent_workers"));
+  }
+  CHECK(threads_back_to(threads_before));
+}
