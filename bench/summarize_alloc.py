@@ -27,7 +27,12 @@ def main(folder, repeats):
     model = sh("lscpu | grep 'Model name' | sed 's/.*: *//'")
     print(f"- machine: {model}, {sh('nproc')} cores")
     print(f"- compiler: {sh('g++ --version | head -1')}")
-    print(f"- command: `bash bench/alloc.sh {repeats}`")
+    build = os.environ.get("FRUGAL_BUILD_DIR")
+    prefix = f"FRUGAL_BUILD_DIR={build} " if build else ""
+    print(f"- command: `{prefix}bash bench/alloc.sh {repeats}`")
+    load = os.path.join(folder, "load.txt")
+    if os.path.exists(load):
+        print(f"- machine load (1/5/15-minute averages, shared 2-core machine), {open(load).read().strip()}")
     print(f"- timer overhead subtracted per window: {runs[0]['timer_overhead_ns']:.1f} ns "
           "(the virtual TSC here advances in steps of about 10 ns)")
     print()
