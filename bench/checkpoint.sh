@@ -18,8 +18,8 @@ run() {
 }
 # The network, 20 conv blocks, at frugal's benchmark thread count and at one thread.
 run "$ckpt" --threads 2 --batch-size 8 --segments 2,4,6 --repeats 9 --steps 4
-run "$ckpt" --threads 1 --batch-size 16 --segments 2,4,6 --repeats 7 --steps 3
+run "$ckpt" --threads 1 --batch-size 16 --segments 2,4,6 --repeats 15 --steps 3
 # The benchmark models at the training batch: what --checkpoint-activations gives them.
-run "$ckpt" --model cnn --threads 1 --batch-size 128 --segments 4,6 --repeats 3 --steps 2
-run "$ckpt" --model mobilenet --threads 1 --batch-size 128 --segments 5,6 --repeats 3 --steps 2
+run "$ckpt" --model cnn --threads 1 --batch-size 128 --segments 2,4,6 --repeats 5 --steps 2
+run "$ckpt" --model mobilenet --threads 1 --batch-size 128 --segments 2,4,6 --repeats 5 --steps 2
 run "$finder" --threads 2
