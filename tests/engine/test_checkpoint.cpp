@@ -296,3 +296,17 @@ TEST_CASE("checkpoint: a checkpoint inside a checkpointed function gives the sam
   CHECK(identical(w1.grad(), g1));
   CHECK(identical(w2.grad(), g2));
 }
+
+TEST_CASE("checkpoint: is_recomputing is true only while backward replays the function") {
+  std::vector<bool> seen;
+  const Tensor w = ones({2}).requires_grad_();
+  const Tensor y = autograd::checkpoint(
+      [&](const std::vector<Tensor>& in) {
+        seen.push_back(autograd::is_recomputing());
+        return (in[0] * w).sum();
+      },
+      {ones({2})});
+  y.backward();
+  CHECK(seen == std::vector<bool>{false, true});
+  CHECK(!autograd::is_recomputing());
+}
