@@ -4,11 +4,14 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "allocator/default_allocators.h"
 #include "bench/bench_timing.h"
 #include "common/cli.h"
+#include "common/error.h"
 #include "common/json_writer.h"
 #include "data/mnist.h"
 #include "kernels/cpu/parallel.h"
@@ -38,10 +41,17 @@ int run(int argc, char** argv) {
   cli.option("threads", "N", "threads", "2");
   cli.option("batch-size", "N", "training batch", "128");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
+  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (autocast over forward and loss)", "off");
   cli.flag("json", "print the results as JSON");
   if (!cli.parse(argc, argv)) return 0;
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   const std::int64_t batch = cli.get_int("batch-size");
+  const std::string amp = cli.get("amp");
+  FRUGAL_CHECK(amp == "off" || amp == "bf16" || amp == "fp16", "--amp must be off, bf16 or fp16, got '" + amp + "'");
+  const std::optional<ScalarType> amp_dtype =
+      amp == "off" ? std::nullopt : std::optional<ScalarType>(amp == "bf16" ? kBFloat16 : kFloat16);
+  // float16 steps through a GradScaler, as frugal-train does; bf16 and float32 step plainly.
+  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp == "fp16"});
   const data::MnistDataset train = data::load_mnist(cli.get("data"), data::Split::Train);
   manual_seed(0);
   auto model = nn::make_model(cli.get("model"));
@@ -49,14 +59,20 @@ int run(int argc, char** argv) {
   const Tensor x = train.images(0, batch), y = train.labels.narrow(0, 0, batch).contiguous();
   const double train_rate = median_rate(batch, [&] {
     sgd.zero_grad();
-    Tensor loss = cross_entropy(model->forward(x), y);
-    loss.backward();
-    sgd.step();
+    Tensor loss;
+    {
+      AutocastGuard autocast(kCPU, amp_dtype, amp_dtype.has_value());
+      loss = cross_entropy(model->forward(x), y);
+    }
+    scaler.scale(loss).backward();
+    scaler.step(sgd);
+    scaler.update();
   });
   model->eval();
   const Tensor xi = train.images(0, 512);
   const double infer_rate = median_rate(512, [&] {
     InferenceMode guard;
+    AutocastGuard autocast(kCPU, amp_dtype, amp_dtype.has_value());
     Tensor out = model->forward(xi);
   });
   rusage usage{};
@@ -65,6 +81,7 @@ int run(int argc, char** argv) {
   if (cli.has("json")) {
     JsonWriter j;
     j.field("model", cli.get("model"));
+    j.field("amp", amp);
     j.field("train_images_per_sec", train_rate);
     j.field("inference_images_per_sec", infer_rate);
     j.field("peak_allocated_bytes", stats.allocated_bytes.all().peak);

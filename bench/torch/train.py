@@ -62,11 +62,26 @@ def make_model(name):
     raise ValueError(name)
 
 
-def step(model, opt, x, y):
+AMP_DTYPES = {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def autocast(device, amp):
+    """torch.autocast for --amp (a disabled one for off), the region frugal's AutocastGuard covers."""
+    dtype = AMP_DTYPES[amp]
+    return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def step(model, opt, x, y, amp="off", scaler=None):
     opt.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
+    with autocast(x.device, amp):
+        loss = F.cross_entropy(model(x), y)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        opt.step()
     return loss
 
 
@@ -100,6 +115,7 @@ def main():
     parser.add_argument("--max-steps", type=int, default=-1, help="train this many steps (for RSS comparisons)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--amp", default="off", choices=sorted(AMP_DTYPES), help="autocast dtype")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -108,16 +124,21 @@ def main():
     device = torch.device(args.device)
     model = make_model(args.model).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    result = {"model": args.model, "threads": args.threads, "device": args.device}
+    result = {"model": args.model, "threads": args.threads, "device": args.device, "amp": args.amp}
+    # Loss scaling where float16 needs it and this PyTorch has a scaler for the device.
+    scaler = None
+    if args.amp == "fp16" and device.type == "cuda":
+        scaler = torch.cuda.amp.GradScaler()
     if args.bench:
         b = args.batch_size
         xb, yb = x_train[:b].contiguous().to(device), y_train[:b].contiguous().to(device)
-        result["train_images_per_sec"] = median_rate(lambda: step(model, opt, xb, yb), b, device=device)
+        result["train_images_per_sec"] = median_rate(lambda: step(model, opt, xb, yb, args.amp, scaler), b,
+                                                     device=device)
         model.eval()
         xi = x_train[:512].contiguous().to(device)
 
         def infer():
-            with torch.no_grad():
+            with torch.no_grad(), autocast(device, args.amp):
                 model(xi)
 
         result["inference_images_per_sec"] = median_rate(infer, 512, device=device)
@@ -135,7 +156,7 @@ def main():
             if device.type == "cuda":  # staged in pinned memory, as frugal-train does
                 xb = xb.pin_memory().to(device, non_blocking=True)
                 yb = yb.pin_memory().to(device, non_blocking=True)
-            loss = step(model, opt, xb, yb)
+            loss = step(model, opt, xb, yb, args.amp, scaler)
             if device.type == "cuda":
                 loss.item()  # frugal-train reads the loss every step too
             steps += 1
@@ -143,7 +164,7 @@ def main():
         if 0 <= args.max_steps <= steps:
             break
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast(device, args.amp):
             correct = sum((model(x_test[i:i + 512].to(device)).argmax(1) == y_test[i:i + 512].to(device)).sum().item()
                           for i in range(0, len(x_test), 512))
         model.train()

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "common/error.h"
 #include "kernels/cpu/accumulate.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 
 namespace frugal::kernels::cpu {
@@ -50,27 +52,56 @@ void for_each_block(const Shape& s, const F& fn) {
 // and the runs' sums added in double: no float sum holds more than kRun terms.
 constexpr std::int64_t kRun = 1024;
 
+// 16-bit data is read and written in runs through float buffers, converted 16 elements at a
+// time (kernels/cpu/convert.h), so the loops below run on float vectors whatever the type;
+// float and double data is used in place.
+template <class T>
+const compute_t<T>* load_run(const T* x, std::int64_t len, compute_t<T>* buffer) {
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return x;
+  } else {
+    to_float(x, buffer, len);
+    return buffer;
+  }
+}
+// Where a run's results go before store_run: the output itself, or the buffer.
+template <class T>
+compute_t<T>* run_target(T* out, compute_t<T>* buffer) {
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return out;
+  } else {
+    return buffer;
+  }
+}
+template <class T>
+void store_run(const compute_t<T>* values, T* out, std::int64_t len) {
+  if constexpr (!std::is_same_v<T, compute_t<T>>) from_float(values, out, len);
+}
+
 // Two-pass moments of one contiguous plane, read from cache the second time.
 template <class T>
 Moments plane_moments(const T* x, std::int64_t n) {
   using C = compute_t<T>;
+  alignas(64) C buffer[kRun];
   double sum = 0;
   for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
-    const std::int64_t r1 = std::min(n, r0 + kRun);
+    const std::int64_t len = std::min(n - r0, kRun);
+    const C* xr = load_run(x + r0, len, buffer);
     C run = 0;
 #pragma omp simd reduction(+ : run)
-    for (std::int64_t e = r0; e < r1; ++e) run += static_cast<C>(x[e]);
+    for (std::int64_t e = 0; e < len; ++e) run += xr[e];
     sum += static_cast<double>(run);
   }
   const double mean = sum / static_cast<double>(n);
   const C m = static_cast<C>(mean);
   double m2 = 0;
   for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
-    const std::int64_t r1 = std::min(n, r0 + kRun);
+    const std::int64_t len = std::min(n - r0, kRun);
+    const C* xr = load_run(x + r0, len, buffer);
     C run = 0;
 #pragma omp simd reduction(+ : run)
-    for (std::int64_t e = r0; e < r1; ++e) {
-      const C d = static_cast<C>(x[e]) - m;
+    for (std::int64_t e = 0; e < len; ++e) {
+      const C d = xr[e] - m;
       run += d * d;
     }
     m2 += static_cast<double>(run);
@@ -120,14 +151,21 @@ void block_affine(const T* in, T* out, const Shape& s, std::int64_t ch0, int w,
     }
     return;
   }
+  alignas(64) C in_buffer[kRun], out_buffer[kRun];
   for (int j = 0; j < w; ++j)
     for (std::int64_t i = 0; i < s.n; ++i) {
       const T* a = in + s.offset(i, ch0 + j);
       T* o = out + s.offset(i, ch0 + j);
       const C k = scale[j], b = shift[j];
-      for (std::int64_t e = 0; e < s.hw; ++e) {
-        const C v = static_cast<C>(a[e]) * k + b;
-        o[e] = static_cast<T>(v < floor ? floor : v);
+      for (std::int64_t r0 = 0; r0 < s.hw; r0 += kRun) {
+        const std::int64_t len = std::min(s.hw - r0, kRun);
+        const C* ar = load_run(a + r0, len, in_buffer);
+        C* orun = run_target(o + r0, out_buffer);
+        for (std::int64_t e = 0; e < len; ++e) {
+          const C v = ar[e] * k + b;
+          orun[e] = v < floor ? floor : v;
+        }
+        store_run(orun, o + r0, len);
       }
     }
 }
@@ -149,6 +187,7 @@ void block_grad_sums(const T* gy, const T* x, const Shape& s, std::int64_t ch0, 
   }
   // Float runs added in double, as in plane_moments.
   using C = compute_t<T>;
+  alignas(64) C g_buffer[kRun], x_buffer[kRun];
   for (int j = 0; j < w; ++j) {
     double tg = 0, tgx = 0;
     const C m = static_cast<C>(mean[j]);
@@ -156,13 +195,15 @@ void block_grad_sums(const T* gy, const T* x, const Shape& s, std::int64_t ch0, 
       const T* g = gy + s.offset(i, ch0 + j);
       const T* v = x + s.offset(i, ch0 + j);
       for (std::int64_t r0 = 0; r0 < s.hw; r0 += kRun) {
-        const std::int64_t r1 = std::min(s.hw, r0 + kRun);
+        const std::int64_t len = std::min(s.hw - r0, kRun);
+        const C* gr = load_run(g + r0, len, g_buffer);
+        const C* vr = load_run(v + r0, len, x_buffer);
         C sg = 0, sgx = 0;
 #pragma omp simd reduction(+ : sg, sgx)
-        for (std::int64_t e = r0; e < r1; ++e) {
-          const C gk = static_cast<C>(g[e]);
+        for (std::int64_t e = 0; e < len; ++e) {
+          const C gk = gr[e];
           sg += gk;
-          sgx += gk * (static_cast<C>(v[e]) - m);
+          sgx += gk * (vr[e] - m);
         }
         tg += static_cast<double>(sg);
         tgx += static_cast<double>(sgx);
@@ -178,10 +219,16 @@ template <class T>
 void block_grad_input(const T* gy, const T* x, T* gx, const Shape& s, std::int64_t ch0, int w,
                       const compute_t<T>* k, const compute_t<T>* q, const compute_t<T>* r) {
   using C = compute_t<T>;
-  auto row = [&](std::int64_t off, std::int64_t len, C kj, C qj, C rj) {
-    for (std::int64_t e = 0; e < len; ++e)
-      gx[off + e] =
-          static_cast<T>(static_cast<C>(gy[off + e]) * kj + static_cast<C>(x[off + e]) * qj + rj);
+  alignas(64) C g_buffer[kRun], x_buffer[kRun], out_buffer[kRun];
+  auto row = [&](std::int64_t off, std::int64_t n, C kj, C qj, C rj) {
+    for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+      const std::int64_t len = std::min(n - r0, kRun);
+      const C* gr = load_run(gy + off + r0, len, g_buffer);
+      const C* xr = load_run(x + off + r0, len, x_buffer);
+      C* orun = run_target(gx + off + r0, out_buffer);
+      for (std::int64_t e = 0; e < len; ++e) orun[e] = gr[e] * kj + xr[e] * qj + rj;
+      store_run(orun, gx + off + r0, len);
+    }
   };
   if (s.hw == 1) {
     for (std::int64_t i = 0; i < s.n; ++i) {

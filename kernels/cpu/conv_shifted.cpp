@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv_internal.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/flat_correlate.h"
 #include "kernels/cpu/gemm.h"
 
@@ -64,7 +65,11 @@ void pad_sample(const Conv2dParams& p, const Geometry& g, const T* in, A* padded
     for (std::int64_t h = 0; h < p.H; ++h) {
       const T* src = in + (c * p.H + h) * p.W;
       A* dst = padded + c * g.plane + (h + p.pad_h) * g.Wp + p.pad_w;
-      for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<A>(src[w]);
+      if constexpr (std::is_same_v<A, float>) {
+        to_float(src, dst, p.W);
+      } else {
+        for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<A>(src[w]);
+      }
     }
 }
 
@@ -77,7 +82,11 @@ void widen_rows(const Geometry& g, const T* src, std::int64_t oh0, std::int64_t 
     for (std::int64_t oh = oh0; oh < oh1; ++oh) {
       const T* s = src + (o * g.OH + oh) * g.OW;
       A* d = wide + o * P + (oh - oh0) * g.Wp;
-      for (std::int64_t w = 0; w < g.OW; ++w) d[w] = static_cast<A>(s[w]);
+      if constexpr (std::is_same_v<A, float>) {
+        to_float(s, d, g.OW);
+      } else {
+        for (std::int64_t w = 0; w < g.OW; ++w) d[w] = static_cast<A>(s[w]);
+      }
       std::fill(d + g.OW, d + g.Wp, A(0));
     }
 }
@@ -89,7 +98,11 @@ void copy_interior(const Conv2dParams& p, const Geometry& g, const A* padded, T*
     for (std::int64_t h = 0; h < p.H; ++h) {
       const A* src = padded + c * g.plane + (h + p.pad_h) * g.Wp + p.pad_w;
       T* dst = out + (c * p.H + h) * p.W;
-      for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<T>(src[w]);
+      if constexpr (std::is_same_v<A, float>) {
+        from_float(src, dst, p.W);
+      } else {
+        for (std::int64_t w = 0; w < p.W; ++w) dst[w] = static_cast<T>(src[w]);
+      }
     }
 }
 
@@ -105,10 +118,11 @@ void split_taps(const Conv2dParams& p, const Geometry& g, const T* weight, A* ta
 }
 
 // Whether the register-blocked kernel computes this convolution's forward and input
-// gradient: float, a CPU with AVX-512, and a sample's output in one tile.
+// gradient: float data or 16-bit data computed in float (widened into the workspace, which
+// the kernel reads anyway), a CPU with AVX-512, and a sample's output in one tile.
 template <class T>
 bool use_flat_kernel(const Geometry& g) {
-  return std::is_same_v<T, float> && g.tile_rows == g.OH && flat_correlate_available();
+  return std::is_same_v<compute_t<T>, float> && g.tile_rows == g.OH && flat_correlate_available();
 }
 
 // The weights of every group packed for the kernel, forward (outputs Og from inputs Cg) or
@@ -252,7 +266,11 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
             for (std::int64_t oh = oh0; oh < oh1; ++oh) {
               const A* src = wide + o * P + (oh - oh0) * g.Wp;
               T* dst = out + (o * g.OH + oh) * g.OW;
-              for (std::int64_t w = 0; w < g.OW; ++w) dst[w] = static_cast<T>(src[w] + b);
+              if constexpr (std::is_same_v<A, float>) {
+                from_float(src, dst, g.OW, b);
+              } else {
+                for (std::int64_t w = 0; w < g.OW; ++w) dst[w] = static_cast<T>(src[w] + b);
+              }
             }
           }
         }

@@ -5,11 +5,13 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "common/half.h"
+#include "kernels/cpu/convert.h"
 
 namespace frugal::kernels::cpu {
 
@@ -20,6 +22,13 @@ T load(const char* p) {
   return *reinterpret_cast<const T*>(p);
 }
 
+// Contiguous 16-bit runs go through float buffers of kChunk elements, converted 16 at a time
+// (kernels/cpu/convert.h), so that the op itself runs on float vectors: element by element,
+// each conversion would cost more than the op.
+template <class T>
+constexpr bool kWidened = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+constexpr std::int64_t kChunk = 256;
+
 template <class T, class F>
 void run_unary(const StridedLoop& loop, F f) {
   using C = compute_t<T>;
@@ -28,6 +37,16 @@ void run_unary(const StridedLoop& loop, F f) {
     if (s[0] == e && s[1] == e) {
       T* out = reinterpret_cast<T*>(p[0]);
       const T* in = reinterpret_cast<const T*>(p[1]);
+      if constexpr (kWidened<T>) {
+        alignas(64) float x[kChunk], y[kChunk];
+        for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
+          const std::int64_t len = std::min(kChunk, n - i0);
+          to_float(in + i0, x, len);
+          for (std::int64_t i = 0; i < len; ++i) y[i] = f(x[i]);
+          from_float(y, out + i0, len);
+        }
+        return;
+      }
       for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(static_cast<C>(in[i])));
     } else {
       for (std::int64_t i = 0; i < n; ++i)
@@ -46,6 +65,17 @@ void run_binary(const StridedLoop& loop, F f) {
     const T* a = reinterpret_cast<const T*>(p[1]);
     const T* b = reinterpret_cast<const T*>(p[2]);
     if (s[0] == e && s[1] == e && s[2] == e) {
+      if constexpr (kWidened<T>) {
+        alignas(64) float x[kChunk], y[kChunk], z[kChunk];
+        for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
+          const std::int64_t len = std::min(kChunk, n - i0);
+          to_float(a + i0, x, len);
+          to_float(b + i0, y, len);
+          for (std::int64_t i = 0; i < len; ++i) z[i] = f(x[i], y[i]);
+          from_float(z, out + i0, len);
+        }
+        return;
+      }
       for (std::int64_t i = 0; i < n; ++i)
         out[i] = static_cast<T>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
     } else if (s[0] == e && s[1] == e && s[2] == 0) {
@@ -230,6 +260,15 @@ void cast(const StridedLoop& loop) {
     if (s[0] == sizeof(Dst) && s[1] == sizeof(Src)) {
       Dst* out = reinterpret_cast<Dst*>(p[0]);
       const Src* in = reinterpret_cast<const Src*>(p[1]);
+      // The casts autocast makes (weights and activations to 16 bits, gradients back): whole
+      // vectors at a time.
+      if constexpr (std::is_same_v<Src, float> && kWidened<Dst>) {
+        from_float(in, out, n);
+        return;
+      } else if constexpr (kWidened<Src> && std::is_same_v<Dst, float>) {
+        to_float(in, out, n);
+        return;
+      }
       for (std::int64_t i = 0; i < n; ++i) out[i] = convert(in[i]);
     } else {
       for (std::int64_t i = 0; i < n; ++i)

@@ -2,10 +2,6 @@
 // Window bounds and tie/NaN rules follow PyTorch's CPU kernels so results match it exactly.
 #include "kernels/cpu/pool.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -14,6 +10,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 
 namespace frugal::kernels::cpu {
@@ -81,12 +78,22 @@ void validate_adaptive_pool2d(const AdaptivePool2dParams& p) {
 
 namespace {
 
-#if defined(__AVX512F__)
-// One output row of the 2x2 / stride 2 window for float, 16 outputs per step: two input rows
-// of 32 floats are split into even and odd columns with one permute each, and the scan
-// a, b, c, d of the scalar loop (a later value wins when larger, or NaN) is done with
-// masks. `place` (may be null) gets each maximum's place in its window as one byte.
-void max_pool_2x2_row(const float* r0, const float* r1, std::int64_t OW, float* out, std::uint8_t* place) {
+#if FRUGAL_CONVERT_AVX512
+// 16 elements of T as floats, and back (exact for a maximum: it was one of the inputs).
+inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load16(const BFloat16* p, __mmask16 m) { return convert_detail::widen16(p, m); }
+inline __m512 load16(const Half* p, __mmask16 m) { return convert_detail::widen16(p, m); }
+inline void store16(__m512 v, float* p, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+inline void store16(__m512 v, BFloat16* p, __mmask16 m) { convert_detail::narrow16(v, p, m); }
+inline void store16(__m512 v, Half* p, __mmask16 m) { convert_detail::narrow16(v, p, m); }
+
+// One output row of the 2x2 / stride 2 window, 16 outputs per step: two input rows of 32
+// values are split into even and odd columns with one permute each, and the scan a, b, c, d
+// of the scalar loop (a later value wins when larger, or NaN) is done with masks. `place`
+// (may be null) gets each maximum's place in its window as one byte. T: float, or a 16-bit
+// type compared as float.
+template <class T>
+void max_pool_2x2_row(const T* r0, const T* r1, std::int64_t OW, T* out, std::uint8_t* place) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   for (std::int64_t ow = 0; ow < OW; ow += 16) {
@@ -94,10 +101,10 @@ void max_pool_2x2_row(const float* r0, const float* r1, std::int64_t OW, float* 
     const auto m_out = static_cast<__mmask16>((1u << n) - 1);
     const auto m_lo = static_cast<__mmask16>(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
     const auto m_hi = static_cast<__mmask16>(n <= 8 ? 0 : (1u << (2 * (n - 8))) - 1);
-    const float* p0 = r0 + 2 * ow;
-    const float* p1 = r1 + 2 * ow;
-    const __m512 lo0 = _mm512_maskz_loadu_ps(m_lo, p0), hi0 = _mm512_maskz_loadu_ps(m_hi, p0 + 16);
-    const __m512 lo1 = _mm512_maskz_loadu_ps(m_lo, p1), hi1 = _mm512_maskz_loadu_ps(m_hi, p1 + 16);
+    const T* p0 = r0 + 2 * ow;
+    const T* p1 = r1 + 2 * ow;
+    const __m512 lo0 = load16(p0, m_lo), hi0 = load16(p0 + 16, m_hi);
+    const __m512 lo1 = load16(p1, m_lo), hi1 = load16(p1 + 16, m_hi);
     const __m512 a = _mm512_permutex2var_ps(lo0, even, hi0), b = _mm512_permutex2var_ps(lo0, odd, hi0);
     const __m512 c = _mm512_permutex2var_ps(lo1, even, hi1), d = _mm512_permutex2var_ps(lo1, odd, hi1);
     __m512 best = a;
@@ -110,7 +117,7 @@ void max_pool_2x2_row(const float* r0, const float* r1, std::int64_t OW, float* 
     take(b, 1);
     take(c, 2);
     take(d, 3);
-    _mm512_mask_storeu_ps(out + ow, m_out, best);
+    store16(best, out + ow, m_out);
     if (place) _mm_mask_storeu_epi8(place + ow, m_out, _mm512_cvtepi32_epi8(k));
   }
 }
@@ -137,8 +144,8 @@ void max_pool2d_forward_impl(const Pool2dParams& p, const T* input, T* output, I
           const T* r1 = r0 + W;
           T* out = output + (u * OH + oh) * OW;
           Index* idx = indices ? indices + (u * OH + oh) * OW : nullptr;
-#if defined(__AVX512F__)
-          if constexpr (std::is_same_v<T, float>) {
+#if FRUGAL_CONVERT_AVX512
+          if constexpr (std::is_same_v<A, float>) {
             if (kCompact || idx == nullptr) {
               std::uint8_t* place = nullptr;
               if constexpr (kCompact) place = idx;

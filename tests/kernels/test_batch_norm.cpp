@@ -246,6 +246,48 @@ TEST_CASE("batch_norm float backward on a training-sized problem agrees with dou
   set_num_threads(2);
 }
 
+// 16-bit data is widened to float in runs (several here: 2100 values per plane) and the
+// float path computes on it, so the results are the float kernel's on the widened inputs,
+// rounded once: bit for bit, forward (with and without the fused ReLU) and backward.
+template <class T>
+void check_16bit_equals_float(bool relu) {
+  std::mt19937 rng(17);
+  const Shape s{3, 4, 2100};
+  std::vector<T> x(static_cast<std::size_t>(s.numel())), gy(x.size());
+  for (const auto& [dst, mean] : {std::pair{&x, 0.5}, std::pair{&gy, 0.0}}) {
+    const auto v = random_values(s.numel(), rng, mean, 1);
+    for (std::size_t i = 0; i < v.size(); ++i) (*dst)[i] = static_cast<T>(static_cast<float>(v[i]));
+  }
+  const std::vector<float> w = {0.5f, 1.5f, -1.0f, 2.0f}, b = {0.1f, -0.2f, 0.3f, 0.0f};
+  const std::vector<float> xf(x.begin(), x.end()), gyf(gy.begin(), gy.end());
+  std::vector<float> yf(x.size()), mf(4), isf(4), gxf(x.size()), gwf(4), gbf(4);
+  batch_norm_forward_train(xf.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1, 1e-5,
+                           yf.data(), mf.data(), isf.data(), relu);
+  batch_norm_backward_train(gyf.data(), xf.data(), w.data(), mf.data(), isf.data(), s.n, s.c, s.hw,
+                            gxf.data(), gwf.data(), gbf.data());
+  std::vector<T> y(x.size()), gx(x.size());
+  std::vector<float> m(4), is(4), gw(4), gb(4);
+  batch_norm_forward_train(x.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1, 1e-5,
+                           y.data(), m.data(), is.data(), relu);
+  batch_norm_backward_train(gy.data(), x.data(), w.data(), m.data(), is.data(), s.n, s.c, s.hw,
+                            gx.data(), gw.data(), gb.data());
+  CHECK(m == mf);
+  CHECK(is == isf);
+  CHECK(gw == gwf);
+  CHECK(gb == gbf);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    REQUIRE(static_cast<T>(yf[i]).bits == y[i].bits);
+    REQUIRE(static_cast<T>(gxf[i]).bits == gx[i].bits);
+  }
+}
+
+TEST_CASE("16-bit batch_norm computes exactly the float path on the widened data", "[batch_norm]") {
+  for (bool relu : {false, true}) {
+    check_16bit_equals_float<Half>(relu);
+    check_16bit_equals_float<BFloat16>(relu);
+  }
+}
+
 TEST_CASE("batch_norm training needs more than one value per channel", "[batch_norm]") {
   const float x[3] = {1, 2, 3};
   float y[3], m[3], s[3];

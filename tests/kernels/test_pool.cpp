@@ -285,27 +285,38 @@ TEST_CASE("pooling rejects impossible parameters", "[pool]") {
   REQUIRE(make(1, 1, 5, 5, 2, 2, 2, 2, 1, 1, 1, 1, true).out_h() == 3);
 }
 
-TEST_CASE("max_pool2d with compact window indices matches the int64 indices", "[pool]") {
-  std::uint32_t seed = 300;
+// The compact path (and, for 2x2/2 windows on AVX-512, its vector kernel, which reads 16-bit
+// data as float) against the int64-index path (scalar): same outputs, same gradients.
+template <class T>
+void check_compact_matches_wide(std::uint32_t seed) {
   for (const Pool2dParams& p : kMaxCases) {
     const std::int64_t in_n = p.N * p.C * p.H * p.W, out_n = p.N * p.C * p.out_h() * p.out_w();
     std::mt19937 rng(seed++);
     std::uniform_int_distribution<int> value(0, 6);  // few values: ties in every window
-    std::vector<float> x(static_cast<std::size_t>(in_n)), g(static_cast<std::size_t>(out_n));
-    for (auto& v : x) v = static_cast<float>(value(rng));
-    for (auto& v : g) v = static_cast<float>(value(rng)) - 3;
-    if (in_n > 7) x[7] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> out_a(g.size()), out_b(g.size()), gin_a(x.size()), gin_b(x.size());
+    std::vector<T> x(static_cast<std::size_t>(in_n)), g(static_cast<std::size_t>(out_n));
+    for (auto& v : x) v = static_cast<T>(static_cast<float>(value(rng)) * 0.375f);
+    for (auto& v : g) v = static_cast<T>(static_cast<float>(value(rng)) - 3);
+    if (in_n > 7) x[7] = static_cast<T>(std::numeric_limits<float>::quiet_NaN());
+    std::vector<T> out_a(g.size()), out_b(g.size()), gin_a(x.size()), gin_b(x.size());
     std::vector<std::int64_t> wide(g.size());
     std::vector<std::uint8_t> compact(g.size());
-    max_pool2d_forward<float>(p, x.data(), out_a.data(), wide.data());
-    max_pool2d_forward_compact<float>(p, x.data(), out_b.data(), compact.data());
-    for (std::size_t i = 0; i < g.size(); ++i)
-      REQUIRE((out_a[i] == out_b[i] || (std::isnan(out_a[i]) && std::isnan(out_b[i]))));
-    max_pool2d_backward<float>(p, g.data(), wide.data(), gin_a.data());
-    max_pool2d_backward_compact<float>(p, g.data(), compact.data(), gin_b.data());
-    REQUIRE(gin_a == gin_b);
+    max_pool2d_forward<T>(p, x.data(), out_a.data(), wide.data());
+    max_pool2d_forward_compact<T>(p, x.data(), out_b.data(), compact.data());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const float a = static_cast<float>(out_a[i]), b = static_cast<float>(out_b[i]);
+      REQUIRE((a == b || (std::isnan(a) && std::isnan(b))));
+    }
+    max_pool2d_backward<T>(p, g.data(), wide.data(), gin_a.data());
+    max_pool2d_backward_compact<T>(p, g.data(), compact.data(), gin_b.data());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      REQUIRE(static_cast<float>(gin_a[i]) == static_cast<float>(gin_b[i]));
   }
+}
+
+TEST_CASE("max_pool2d with compact window indices matches the int64 indices", "[pool]") {
+  check_compact_matches_wide<float>(300);
+  check_compact_matches_wide<Half>(400);
+  check_compact_matches_wide<BFloat16>(500);
   const Pool2dParams p = make(1, 1, 4, 4, 2, 2, 2, 2);
   std::vector<float> g(4, 1.0f), gin(16);
   std::vector<std::uint8_t> bad = {0, 1, 2, 4};  // 4 is outside a 2x2 window
