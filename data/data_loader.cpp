@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "allocator/default_allocators.h"
+#include "allocator/spin_mutex.h"
 #include "common/error.h"
 #include "data/sample_random.h"
 #include "engine/ops/factory.h"
@@ -80,8 +81,11 @@ struct LoaderEpoch::State {
     bool done = false;
     std::exception_ptr error;  // the batch's error for the consumer
   };
-  std::mutex mutex;
-  std::condition_variable changed;  // any change of the fields below
+  // Claims take this lock thousands of times a second and hold it for nanoseconds: a spin
+  // lock, because a std::mutex that finds it taken puts the thread to sleep, and on a busy
+  // machine a sleeping thread can wait milliseconds for the CPU again.
+  alloc::SpinMutex mutex;
+  std::condition_variable_any changed;  // any change of the fields below
   std::vector<Slot> ring;
   std::int64_t next_position = 0;  // the next sample position (in `order`) to claim
   std::int64_t next_to_give = 0;   // the batch the consumer takes next
@@ -102,7 +106,7 @@ struct LoaderEpoch::State {
   void fill(Slot& slot, std::int64_t b, std::int64_t from, std::int64_t to);
   void finish(Slot& slot);
   bool claimable() const;
-  void work_one_chunk(std::unique_lock<std::mutex>& lock);
+  void work_one_chunk(std::unique_lock<alloc::SpinMutex>& lock);
   void work();
   Slot make_now(std::int64_t b);  // num_workers == 0: on the caller's thread
 };
@@ -181,7 +185,7 @@ bool LoaderEpoch::State::claimable() const {
 // Claims the next chunk of consecutive samples (of the oldest unstarted batch, inside the
 // window), makes them with the lock released, and finishes the batch if this chunk was its
 // last. Called with `lock` held and claimable() true; returns with it held.
-void LoaderEpoch::State::work_one_chunk(std::unique_lock<std::mutex>& lock) {
+void LoaderEpoch::State::work_one_chunk(std::unique_lock<alloc::SpinMutex>& lock) {
   const std::int64_t window = static_cast<std::int64_t>(ring.size());
   const std::int64_t b = next_position / options.batch_size;
   Slot& slot = ring[static_cast<std::size_t>(b % window)];
@@ -211,7 +215,7 @@ void LoaderEpoch::State::work_one_chunk(std::unique_lock<std::mutex>& lock) {
 // One team thread: chunk after chunk, waiting (on the condition variable, never spinning)
 // while the window is full.
 void LoaderEpoch::State::work() {
-  std::unique_lock<std::mutex> lock(mutex);
+  std::unique_lock<alloc::SpinMutex> lock(mutex);
   for (;;) {
     changed.wait(lock, [&] { return stop || fatal || next_position >= end_position() || claimable(); });
     if (!claimable()) return;
@@ -228,11 +232,13 @@ LoaderEpoch::State::Slot LoaderEpoch::State::make_now(std::int64_t b) {
   return slot;
 }
 
-// The threads that make an epoch's samples: a producer thread that leads an OpenMP team of
-// num_workers threads through State::work(). Without persistent_workers each epoch has its
-// own team, joined when the epoch ends; with it, the DataLoader keeps one team for its whole
-// life and hands it each epoch in turn (thread start-up and join then cost nothing per epoch,
-// which matters when an epoch takes milliseconds).
+// The threads that make an epoch's samples: a producer thread that opens ONE OpenMP parallel
+// region of num_workers threads for the team's whole life; inside it every thread waits on a
+// condition variable for a job (an epoch) and runs State::work() on it. Without
+// persistent_workers each epoch has its own team, joined when the epoch ends; with it, the
+// DataLoader keeps one team for its whole life. Idle threads sleep on the condition variable:
+// there is no OpenMP barrier between epochs, where libgomp's threads would spin (its default
+// wait policy) and take the CPU from the threads doing the work.
 class WorkerTeam {
  public:
   explicit WorkerTeam(int workers) : workers_(workers), thread_([this] { run(); }) {}
@@ -250,33 +256,44 @@ class WorkerTeam {
     FRUGAL_CHECK(!job_, "DataLoader (persistent_workers): the workers are still making another epoch's batches; "
                         "finish or destroy that epoch before starting the next");
     job_ = std::move(job);
+    ++generation_;
     changed_.notify_all();
   }
-  // Waits until the current job (if any) has returned from its work.
+  // Waits until no thread of the team works on a job any more.
   void wait_idle() {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return !job_; });
+    changed_.wait(lock, [&] { return !job_ && active_ == 0; });
   }
 
  private:
   void run() {
+    if (workers_ == 1) {
+      serve();
+      return;
+    }
+#pragma omp parallel num_threads(workers_)
+    serve();
+  }
+
+  // One team thread: each job once, until told to quit.
+  void serve() {
+    std::uint64_t served = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      changed_.wait(lock, [&] { return quit_ || job_; });
+      changed_.wait(lock, [&] { return quit_ || (job_ && generation_ != served); });
       if (quit_) return;
+      served = generation_;
       std::shared_ptr<LoaderEpoch::State> job = job_;
+      ++active_;
       lock.unlock();
-      if (workers_ == 1) {
-        job->work();
-      } else {
-#pragma omp parallel num_threads(workers_)
-        job->work();
-      }
+      job->work();
       lock.lock();
-      // Both references go while the lock is held, so the epoch waiting in wait_idle()
-      // remains the last owner of the state (and of an epoch's own team: never this thread).
+      // The job's references go while the lock is held, so the epoch waiting in wait_idle()
+      // stays the last owner of its state (and of an epoch's own team: never this thread).
       job.reset();
-      job_.reset();
+      // The job is over once all its samples are claimed and nobody is still making them; a
+      // thread that wakes later finds no job, or the next one.
+      if (--active_ == 0) job_.reset();
       changed_.notify_all();
     }
   }
@@ -285,6 +302,8 @@ class WorkerTeam {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::shared_ptr<LoaderEpoch::State> job_;
+  std::uint64_t generation_ = 0;
+  int active_ = 0;
   bool quit_ = false;
   std::thread thread_;
 };
@@ -305,7 +324,7 @@ LoaderEpoch::LoaderEpoch(std::shared_ptr<State> state) : state_(std::move(state)
 LoaderEpoch::~LoaderEpoch() {
   State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::lock_guard<alloc::SpinMutex> lock(s.mutex);
     s.stop = true;
     s.stopping = true;
   }
@@ -323,7 +342,7 @@ std::optional<Batch> LoaderEpoch::next() {
     if (s.options.num_workers == 0) {
       got = s.make_now(b);
     } else {
-      std::unique_lock<std::mutex> lock(s.mutex);
+      std::unique_lock<alloc::SpinMutex> lock(s.mutex);
       State::Slot& slot = s.ring[static_cast<std::size_t>(b % static_cast<std::int64_t>(s.ring.size()))];
       s.changed.wait(lock, [&] { return s.fatal || (slot.index == b && slot.done); });
       if (s.fatal) {
@@ -334,12 +353,12 @@ std::optional<Batch> LoaderEpoch::next() {
       slot = State::Slot();
     }
     {
-      std::lock_guard<std::mutex> lock(s.mutex);
+      std::lock_guard<alloc::SpinMutex> lock(s.mutex);
       ++s.next_to_give;  // opens the window for one more batch
     }
     s.changed.notify_all();
     if (got.error) {
-      std::lock_guard<std::mutex> lock(s.mutex);
+      std::lock_guard<alloc::SpinMutex> lock(s.mutex);
       s.next_to_give = s.num_batches;  // the epoch ends with its error
       s.stop = true;
       s.stopping = true;
