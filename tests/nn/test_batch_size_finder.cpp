@@ -241,3 +241,18 @@ TEST_CASE("find_batch_size: under autocast the fit follows the bfloat16 activati
   CHECK(relative_error(mixed.predicted_peak, mixed.measured_peak) < 0.05);
   CHECK(mixed.next_batch_failed);
 }
+
+TEST_CASE("find_batch_size: a model trained with activation checkpointing fits a larger batch") {
+  manual_seed(16);
+  auto plain = nn::cnn();
+  const auto checkpointed = nn::checkpoint_segments(plain, 4);  // the same modules
+  const std::int64_t budget = allocated_now() + 24 * kMiB;
+  const nn::BatchSizeResult a = nn::find_batch_size(*plain, sgd(), {1, 28, 28}, budget);
+  const nn::BatchSizeResult b = nn::find_batch_size(*checkpointed, sgd(), {1, 28, 28}, budget);
+  INFO(nn::describe(a));
+  INFO(nn::describe(b));
+  CHECK(b.bytes_per_sample < 0.8 * a.bytes_per_sample);
+  CHECK(b.batch > a.batch);
+  CHECK(a.next_batch_failed);
+  CHECK(b.next_batch_failed);
+}
