@@ -84,7 +84,8 @@ class LoaderSource : public DataSource {
       : kind_(std::move(kind)), test_set_(test), options_(options),
         train_(train, {.batch_size = options.batch_size, .shuffle = true, .seed = options.seed,
                        .num_workers = options.workers, .prefetch = options.prefetch,
-                       .pin_memory = options.pin_memory, .skip_bad = options.skip_bad}) {}
+                       .pin_memory = options.pin_memory, .persistent_workers = true,
+                       .skip_bad = options.skip_bad}) {}
   std::string kind() const override { return kind_; }
   std::int64_t train_size() const override { return train_.dataset().size(); }
   std::int64_t test_size() const override { return test_set_->size(); }
@@ -94,7 +95,10 @@ class LoaderSource : public DataSource {
   }
   std::int64_t num_batches() const override { return train_.num_batches(); }
   data::Batch batch(std::int64_t index) override {
-    if (!epoch_ || epoch_->next_index() != index) epoch_ = train_.start(index);
+    if (!epoch_ || epoch_->next_index() != index) {
+      epoch_.reset();  // the workers finish with the old position before starting the new one
+      epoch_ = train_.start(index);
+    }
     std::optional<data::Batch> b = epoch_->next();
     FRUGAL_CHECK(b.has_value(), "frugal-train: every sample from batch " + std::to_string(index) +
                                     " to the end of the epoch was skipped as bad");
