@@ -254,49 +254,55 @@ class ModelSnapshot {
 }  // namespace
 
 BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_optimizer,
-                                const std::vector<std::int64_t>& sample_shape, std::int64_t budget,
+                                const ModelTrainingStep& step, std::int64_t budget,
                                 const BatchSizeFinderOptions& options) {
   FRUGAL_CHECK(static_cast<bool>(make_optimizer), "find_batch_size: the optimizer factory is empty");
+  FRUGAL_CHECK(static_cast<bool>(step), "find_batch_size: the training step is empty");
   const std::vector<Tensor> parameters = model.parameters();
   FRUGAL_CHECK(!parameters.empty(), "find_batch_size: the model has no parameters to train");
-  const Device device = parameters.front().device();
-  alloc::CachingAllocator& allocator = allocator_for(device, "find_batch_size");
+  alloc::CachingAllocator& allocator = allocator_for(parameters.front().device(), "find_batch_size");
 
   ModelSnapshot snapshot(model);
   BatchSizeResult result;
-  {
+  try {
     std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(parameters);
     FRUGAL_CHECK(optimizer != nullptr, "find_batch_size: the optimizer factory returned null");
     model.train();
-    const TrainingStep step = [&](std::int64_t batch) {
-      std::vector<std::int64_t> shape{batch};
-      shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-      const Tensor input = randn(shape, TensorOptions(kFloat32).device(device));
-      Tensor loss;
-      {
-        std::optional<AutocastGuard> autocast;
-        if (options.autocast) autocast.emplace(device.type(), *options.autocast);
-        const Tensor logits = model.forward(input);  // the graph keeps what backward needs
-        FRUGAL_CHECK(logits.dim() == 2 && logits.size(0) == batch,
-                     "find_batch_size: expected the model's output to be [batch, classes], got " +
-                         shape_string(logits.sizes()));
-        const Tensor target = randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
-        loss = cross_entropy(logits, target);
-      }
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
-    };
-    try {
-      result = find_batch_size(step, allocator, budget, options);
-    } catch (...) {
-      optimizer.reset();
-      snapshot.restore();
-      throw;
-    }
+    result = find_batch_size([&](std::int64_t batch) { step(batch, *optimizer); }, allocator, budget, options);
+  } catch (...) {
+    snapshot.restore();  // the probe optimizer is gone already: its state never reaches the model
+    throw;
   }
   snapshot.restore();
   return result;
+}
+
+BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_optimizer,
+                                const std::vector<std::int64_t>& sample_shape, std::int64_t budget,
+                                const BatchSizeFinderOptions& options) {
+  const std::vector<Tensor> parameters = model.parameters();
+  FRUGAL_CHECK(!parameters.empty(), "find_batch_size: the model has no parameters to train");
+  const Device device = parameters.front().device();
+  const ModelTrainingStep step = [&](std::int64_t batch, optim::Optimizer& optimizer) {
+    std::vector<std::int64_t> shape{batch};
+    shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+    const Tensor input = randn(shape, TensorOptions(kFloat32).device(device));
+    Tensor loss;
+    {
+      std::optional<AutocastGuard> autocast;
+      if (options.autocast) autocast.emplace(device.type(), *options.autocast);
+      const Tensor logits = model.forward(input);  // the graph keeps what backward needs
+      FRUGAL_CHECK(logits.dim() == 2 && logits.size(0) == batch,
+                   "find_batch_size: expected the model's output to be [batch, classes], got " +
+                       shape_string(logits.sizes()));
+      const Tensor target = randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
+      loss = cross_entropy(logits, target);
+    }
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+  };
+  return find_batch_size(model, make_optimizer, step, budget, options);
 }
 
 std::string describe(const BatchSizeResult& r) {

@@ -90,6 +90,15 @@ BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_opti
                                 const std::vector<std::int64_t>& sample_shape, std::int64_t budget = 0,
                                 const BatchSizeFinderOptions& options = {});
 
+// A training step of the caller's own (another loss, gradient accumulation, a GradScaler: for
+// frugal-train, train::train_step on random images and labels) run on the optimizer the finder
+// made, with the model's state saved and restored as above. State the step keeps elsewhere (a
+// GradScaler's scale) is the caller's to reset.
+using ModelTrainingStep = std::function<void(std::int64_t batch, optim::Optimizer& optimizer)>;
+BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_optimizer,
+                                const ModelTrainingStep& step, std::int64_t budget = 0,
+                                const BatchSizeFinderOptions& options = {});
+
 // A one-paragraph account of the result: the fit, the chosen batch, predicted against measured.
 std::string describe(const BatchSizeResult& result);
 

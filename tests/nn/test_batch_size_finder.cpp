@@ -256,3 +256,28 @@ TEST_CASE("find_batch_size: a model trained with activation checkpointing fits a
   CHECK(a.next_batch_failed);
   CHECK(b.next_batch_failed);
 }
+
+TEST_CASE("find_batch_size: a step of the caller's own, with the model restored after") {
+  manual_seed(17);
+  auto model = nn::cnn();
+  nn::NamedTensors before;
+  for (const auto& [n, t] : model->state_dict()) before.emplace_back(n, t.clone());
+  int calls = 0;
+  // frugal-train's order (examples/train/step.h): gradients freed before the forward.
+  const nn::ModelTrainingStep step = [&](std::int64_t batch, optim::Optimizer& optimizer) {
+    ++calls;
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model->forward(randn({batch, 1, 28, 28})), randint(0, 10, {batch}));
+    loss.backward();
+    optimizer.step();
+  };
+  const std::int64_t budget = allocated_now() + 24 * kMiB;
+  const nn::BatchSizeResult own = nn::find_batch_size(*model, sgd(), step, budget);
+  INFO(nn::describe(own));
+  CHECK(calls == static_cast<int>(own.steps.size()));
+  CHECK(own.batch > 16);
+  CHECK(own.next_batch_failed);
+  CHECK(relative_error(own.predicted_peak, own.measured_peak) < 0.05);
+  const nn::NamedTensors after = model->state_dict();
+  for (std::size_t i = 0; i < after.size(); ++i) CHECK(identical(after[i].second, before[i].second));
+}
