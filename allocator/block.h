@@ -36,6 +36,7 @@ struct alignas(64) Block {
   std::size_t requested = 0;        // what the user asked for; 0 while free
   std::uint64_t free_tick = 0;  // allocation counter when it became free (age for GC)
   std::uint64_t trace_id = 0;
+  std::uint32_t history_op = 0, history_module = 0;  // tags of its allocation (history)
   // Streams other than the segment's that used the block (record_stream). Rare, so created
   // only when needed; owned by the block and deleted when the block is freed.
   std::vector<StreamId>* stream_uses = nullptr;

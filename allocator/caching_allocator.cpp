@@ -34,6 +34,7 @@ CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorCo
 }
 
 CachingAllocator::~CachingAllocator() {
+  if (history_ != nullptr) --allocators_recording_history;
   for (const PendingFree& p : pending_) backend_->destroy_event(p.event);
   while (segments_ != nullptr) {
     Segment* seg = segments_;
@@ -113,6 +114,12 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
   if (block == nullptr) block = obtain_block(sp, size, bytes);
   take_block(block, size, bytes);
   if (observer_ != nullptr) [[unlikely]] notify_allocate(block, bytes, stream);
+  if (history_ != nullptr) [[unlikely]] {
+    const HistoryContext& c = current_history_context;
+    block->history_op = c.op;
+    block->history_module = c.module;
+    note_block_history(HistoryAction::kAlloc, block);
+  }
   return Allocation{reinterpret_cast<void*>(block->address), block, bytes};
 }
 
@@ -120,6 +127,10 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
 // and no stack frame for them.
 void CachingAllocator::throw_out_of_memory(std::size_t requested) {
   ++live_.num_ooms;
+  if (history_ != nullptr) {
+    const HistoryContext& c = current_history_context;
+    note_history(HistoryAction::kOom, 0, requested, 0, PoolKind::kLarge, c.op, c.module);
+  }
   throw OutOfMemoryError(report_locked(requested));
 }
 
@@ -184,6 +195,10 @@ Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
   live_.segment.increase(sp.kind, 1);
   live_.reserved_bytes.increase(sp.kind, static_cast<std::int64_t>(size));
   if (size >= config_.max_split_size) live_.oversize_segments.increase(1);
+  if (history_ != nullptr) {
+    const HistoryContext& c = current_history_context;
+    note_history(HistoryAction::kSegmentAlloc, seg->base, size, sp.stream, sp.kind, c.op, c.module);
+  }
   return block;
 }
 
@@ -249,6 +264,14 @@ void CachingAllocator::free(const Allocation& allocation) {
     block->stream_uses = nullptr;
     live_.pending_count.increase(kind, 1);
     live_.pending_bytes.increase(kind, bytes);
+    if (history_ != nullptr) [[unlikely]] note_block_history(HistoryAction::kFreeRequested, block);
+    return;
+  }
+  if (history_ != nullptr) [[unlikely]] {
+    // The block's own address and size, before the merge; the totals, after it.
+    const Block freed = *block;
+    cache_block(block, released);
+    note_block_history(HistoryAction::kFreeCompleted, &freed);
     return;
   }
   cache_block(block, released);
@@ -282,7 +305,9 @@ void CachingAllocator::process_events(bool wait) {
       const PoolKind kind = p.block->segment->pool;
       live_.pending_count.decrease(kind, 1);
       live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
+      const Block freed = *p.block;
       cache_block(p.block, HotLanes{});
+      if (history_ != nullptr) note_block_history(HistoryAction::kFreeCompleted, &freed);
     }
   }
 }
@@ -334,6 +359,11 @@ std::size_t CachingAllocator::release_segment_if_free(Segment* seg) {
   live_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(seg->size));
   if (seg->size >= config_.max_split_size) live_.oversize_segments.decrease(1);
   const std::size_t released = seg->size;
+  if (history_ != nullptr) {
+    const HistoryContext& c = current_history_context;
+    note_history(HistoryAction::kSegmentFree, seg->base, seg->size, seg->stream, seg->pool, c.op,
+                 c.module);
+  }
   delete_block(block);
   unlink_segment(seg);
   delete seg;
@@ -471,6 +501,10 @@ MemoryReport CachingAllocator::report_locked(std::size_t bytes) const {
 
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::lock_guard<SpinMutex> lock(mutex_);
+  return snapshot_locked();
+}
+
+std::vector<SegmentInfo> CachingAllocator::snapshot_locked() const {
   std::vector<SegmentInfo> out;
   for (const Segment* seg = segments_; seg != nullptr; seg = seg->next_segment) {
     SegmentInfo info;
@@ -482,12 +516,66 @@ std::vector<SegmentInfo> CachingAllocator::snapshot() const {
     info.expandable = seg->expandable;
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
       info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped,
-                             b->pending});
+                             b->pending, b->allocated || b->pending ? b->history_op : 0,
+                             b->allocated || b->pending ? b->history_module : 0});
     }
     out.push_back(std::move(info));
   }
   std::sort(out.begin(), out.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) { return a.address < b.address; });
+  return out;
+}
+
+void CachingAllocator::record_history(std::size_t max_entries) {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  const bool was_on = history_ != nullptr;
+  history_ = max_entries == 0 ? nullptr : std::make_unique<MemoryHistory>(max_entries);
+  history_on_.store(history_ != nullptr, std::memory_order_relaxed);
+  if (was_on != (history_ != nullptr)) allocators_recording_history += was_on ? -1 : 1;
+}
+
+void CachingAllocator::name_allocation_op(const Allocation& allocation, std::string_view op) {
+  if (!history_on_.load(std::memory_order_relaxed) || allocation.block == nullptr) return;
+  const HistoryTag tag = intern_history_tag(op);
+  std::lock_guard<SpinMutex> lock(mutex_);
+  Block* block = allocation.block;
+  // A few events back: the op's own workspaces may have come and gone since its output.
+  constexpr std::size_t kWindow = 16;
+  if (history_ != nullptr && block->allocated && block->history_op == 0 &&
+      history_->name_recent_alloc(block->address, tag, kWindow)) {
+    block->history_op = tag;
+  }
+}
+
+bool CachingAllocator::history_enabled() const {
+  std::lock_guard<SpinMutex> lock(mutex_);
+  return history_ != nullptr;
+}
+
+void CachingAllocator::note_history(HistoryAction action, std::uintptr_t address,
+                                    std::uint64_t size, StreamId stream, PoolKind pool,
+                                    HistoryTag op, HistoryTag module) {
+  history_->record(action, address, size, stream, pool, op, module, live_.allocated_bytes_all(),
+                   live_.reserved_bytes.current_all());
+}
+
+void CachingAllocator::note_block_history(HistoryAction action, const Block* block) {
+  note_history(action, block->address, block->size, block->segment->stream,
+               block->segment->pool, block->history_op, block->history_module);
+}
+
+CachingAllocator::Snapshot CachingAllocator::memory_snapshot() const {
+  Snapshot out;
+  out.device = backend_->name();
+  std::lock_guard<SpinMutex> lock(mutex_);
+  out.segments = snapshot_locked();
+  if (history_ != nullptr) {
+    out.events = history_->events();
+    out.events_recorded = history_->recorded();
+    out.history_capacity = history_->capacity();
+  }
+  out.allocated = static_cast<std::size_t>(live_.allocated_bytes_all());
+  out.reserved = static_cast<std::size_t>(live_.reserved_bytes.current_all());
   return out;
 }
 

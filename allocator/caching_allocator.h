@@ -5,14 +5,17 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "allocator/backend.h"
 #include "allocator/config.h"
+#include "allocator/history.h"
 #include "allocator/live_stats.h"
 #include "allocator/out_of_memory_error.h"
 #include "allocator/spin_mutex.h"
@@ -55,6 +58,7 @@ struct SegmentInfo {
     bool allocated;
     bool mapped;
     bool pending;  // freed but waiting for other streams
+    HistoryTag op = 0, module = 0;  // who allocated it (while the history records)
   };
   std::vector<BlockInfo> blocks;
 };
@@ -105,6 +109,26 @@ class CachingAllocator {
   MemoryReport memory_report(std::size_t bytes = 0) const;
 
   void set_observer(AllocationObserver* observer);
+
+  // Memory history (torch.cuda.memory._record_memory_history): keeps the newest
+  // `max_entries` events; 0 stops recording and drops them.
+  void record_history(std::size_t max_entries);
+  bool history_enabled() const;
+  // For an op that names itself after allocating its output (autograd records the node
+  // after the forward ran): names `op` as the op that allocated this block, when the
+  // allocation is among the last few recorded events and names no op yet. Costs one
+  // relaxed load when the history is off.
+  void name_allocation_op(const Allocation& allocation, std::string_view op);
+  // The segments and blocks now, and the kept events, read together under the lock.
+  struct Snapshot {
+    std::string device;
+    std::vector<SegmentInfo> segments;
+    std::vector<HistoryEvent> events;  // oldest first, times in ns since recording began
+    std::uint64_t events_recorded = 0;  // including those the ring no longer holds
+    std::size_t history_capacity = 0;   // 0: the history is off
+    std::size_t allocated = 0, reserved = 0;
+  };
+  Snapshot memory_snapshot() const;
   Backend& backend() { return *backend_; }
   const AllocatorConfig& config() const { return config_; }
 
@@ -129,8 +153,8 @@ class CachingAllocator {
   Segment* new_expandable_range(StreamPool& sp, std::size_t size);
   Block* unmap_block_pages(Block* block, std::size_t* released);
   Block* split_off_after(Block* block, std::uintptr_t at);
-  void note_mapped(Segment* seg, std::size_t bytes);
-  void note_unmapped(Segment* seg, std::size_t bytes);
+  void note_mapped(Segment* seg, std::uintptr_t address, std::size_t bytes);
+  void note_unmapped(Segment* seg, std::uintptr_t address, std::size_t bytes);
   void take_block(Block* block, std::size_t size, std::size_t requested);
   // Non-releasable blocks and 512-byte units that left the stats on the way to an
   // index_insert, which applies them with its own change in one update.
@@ -147,6 +171,9 @@ class CachingAllocator {
   [[noreturn, gnu::cold, gnu::noinline]] void throw_out_of_memory(std::size_t requested);
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_not_allocated(const Block* block);
   [[gnu::noinline]] void notify_allocate(Block* block, std::size_t bytes, StreamId stream);
+  void note_history(HistoryAction action, std::uintptr_t address, std::uint64_t size,
+                    StreamId stream, PoolKind pool, HistoryTag op, HistoryTag module);
+  void note_block_history(HistoryAction action, const Block* block);
 
   void index_insert(Block* block, Unindexed removed = {});
   std::size_t index_insert_uncounted(Block* block);
@@ -163,6 +190,7 @@ class CachingAllocator {
   std::size_t segment_size_for(std::size_t size) const;
   std::size_t largest_free_block_locked() const;
   MemoryReport report_locked(std::size_t bytes) const;
+  std::vector<SegmentInfo> snapshot_locked() const;
   void link_segment(Segment* seg);
   void unlink_segment(Segment* seg);
   Block* new_block();
@@ -183,6 +211,8 @@ class CachingAllocator {
   std::uint64_t tick_ = 0;
   std::uint64_t next_trace_id_ = 0;
   AllocationObserver* observer_ = nullptr;
+  std::unique_ptr<MemoryHistory> history_;  // null: not recording
+  std::atomic<bool> history_on_{false};       // history_ != nullptr, readable without the lock
   struct PendingFree {
     EventHandle event;
     Block* block;

@@ -66,18 +66,27 @@ Block* CachingAllocator::split_off_after(Block* block, std::uintptr_t at) {
   return rest;
 }
 
-void CachingAllocator::note_mapped(Segment* seg, std::size_t bytes) {
+void CachingAllocator::note_mapped(Segment* seg, std::uintptr_t address, std::size_t bytes) {
   if (seg->mapped == 0) live_.segment.increase(seg->pool, 1);
   seg->mapped += bytes;
   live_.reserved_bytes.increase(seg->pool, static_cast<std::int64_t>(bytes));
   ++live_.num_device_alloc;
+  if (history_ != nullptr) {
+    const HistoryContext& c = current_history_context;
+    note_history(HistoryAction::kSegmentMap, address, bytes, seg->stream, seg->pool, c.op, c.module);
+  }
 }
 
-void CachingAllocator::note_unmapped(Segment* seg, std::size_t bytes) {
+void CachingAllocator::note_unmapped(Segment* seg, std::uintptr_t address, std::size_t bytes) {
   seg->mapped -= bytes;
   live_.reserved_bytes.decrease(seg->pool, static_cast<std::int64_t>(bytes));
   if (seg->mapped == 0) live_.segment.decrease(seg->pool, 1);
   ++live_.num_device_free;
+  if (history_ != nullptr) {
+    const HistoryContext& c = current_history_context;
+    note_history(HistoryAction::kSegmentUnmap, address, bytes, seg->stream, seg->pool, c.op,
+                 c.module);
+  }
 }
 
 Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size) {
@@ -179,7 +188,7 @@ Block* CachingAllocator::grow_expandable(StreamPool& sp, std::size_t size) {
     if (m.end < piece->end()) unmapped_push(seg, split_off_after(piece, m.end));
     piece->mapped = true;
     piece->free_tick = tick_;
-    note_mapped(seg, m.end - m.begin);
+    note_mapped(seg, m.begin, m.end - m.begin);
     Unindexed removed{};
     merged = merge_free_neighbours(piece, removed);
     index_insert(merged, removed);
@@ -218,7 +227,7 @@ Block* CachingAllocator::unmap_block_pages(Block* block, std::size_t* released) 
   }
   if (g1 < mid->end()) tail = split_off_after(mid, g1);
   backend_->unmap(reinterpret_cast<void*>(g0), g1 - g0);
-  note_unmapped(seg, g1 - g0);
+  note_unmapped(seg, g0, g1 - g0);
   *released += g1 - g0;
   mid->mapped = false;
   unmapped_push(seg, mid);

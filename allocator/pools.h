@@ -107,6 +107,7 @@ FRUGAL_HOT Block* CachingAllocator::new_block() {
   block->counted_non_releasable = 0;
   block->pending_events = 0;
   block->requested = block->free_tick = block->trace_id = 0;
+  block->history_op = block->history_module = 0;
   block->stream_uses = nullptr;
   return block;
 }

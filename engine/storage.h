@@ -34,6 +34,12 @@ class StorageImpl {
   // the CPU.
   void record_stream(std::uint64_t stream);
 
+  // Memory history: names `op` as the op that allocated this block, when it was allocated
+  // just now (autograd records an op's node after the forward allocated its output).
+  void name_history_op(const char* op) const {
+    if (allocation_) allocator_->name_allocation_op(allocation_, op);
+  }
+
  private:
   alloc::CachingAllocator* allocator_;
   alloc::Allocation allocation_;

@@ -2,6 +2,8 @@
 // dropped as soon as the next one exists (autograd keeps what backward needs).
 #include "nn/sequential.h"
 
+#include "allocator/history.h"
+
 namespace frugal::nn {
 
 Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) : Sequential() {
@@ -10,7 +12,10 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) :
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& [name, module] : named_children()) x = module->forward(x);
+  for (const auto& [name, module] : named_children()) {
+    const alloc::ScopedModuleTag module_tag(name);  // memory history: "features.3"
+    x = module->forward(x);
+  }
   return x;
 }
 

@@ -80,6 +80,11 @@ void run_backward(Tensor root, Tensor gradient, bool retain_graph) {
     std::vector<Tensor> input_grads;
     if (input_grad.defined()) {
       input_grad = node->run_pre_hooks(std::move(input_grad));
+      // Memory history: what the node allocates is its op's backward, in its module.
+      const alloc::ScopedOpTag op_tag(alloc::history_recording()
+                                          ? std::string(node->name()) + " backward"
+                                          : std::string());
+      const auto module_tag = alloc::ScopedModuleTag::resume(node->history_module);
       input_grads = node->apply(std::move(input_grad), retain_graph);
     }
     // input_grad was moved into apply and is gone: the node's gradient is freed here.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "allocator/history.h"
 #include "engine/tensor.h"
 
 namespace frugal::autograd {
@@ -37,6 +38,8 @@ class Node {
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   // Creation order: the engine runs later nodes first, as PyTorch does.
   std::uint64_t sequence_nr() const { return sequence_nr_; }
+  // The module that recorded the node (memory history): backward allocates in its name.
+  const alloc::HistoryTag history_module = alloc::current_history_context.module;
 
   // Hooks on the gradient of this node's output (tensor hooks of non-leaf tensors).
   unsigned add_pre_hook(TensorHook hook);

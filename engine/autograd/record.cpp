@@ -24,6 +24,8 @@ void record(Tensor& result, const char* name, std::initializer_list<Tensor> inpu
   for (const Tensor& input : inputs) edges.push_back(gradient_edge(input));
   result.impl()->ensure_autograd_meta().grad_fn =
       std::make_shared<FunctionNode>(name, std::move(edges), std::move(backward));
+  // The forward allocated the output before it knew it would record: name it now.
+  if (result.impl()->storage()) result.impl()->storage()->name_history_op(name);
 }
 
 void check_inplace(const Tensor& self, const char* name, bool records_history) {
