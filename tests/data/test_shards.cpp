@@ -162,3 +162,28 @@ TEST_CASE("shards: damaged shards are errors naming the file and the byte offset
   write_bytes(path, magic);
   CHECK_THROWS_WITH(ShardDataset(std::vector<std::string>{files[0], path}), Contains(path));
 }
+
+TEST_CASE("shards: a damaged encoded sample names the shard, the sample and its offset; skip_bad counts it") {
+  TempDir dir;
+  ShardWriter writer(dir.file("enc"), ShardEncoding::Encoded, {}, kClasses, 100);
+  const Bytes png = png_bytes(6, 5, 1);
+  for (int i = 0; i < 6; ++i) {
+    if (i == 4) writer.add_encoded(png.data(), png.size() / 2, 0);  // stored truncated
+    else writer.add_encoded(png.data(), png.size(), i % 2);
+  }
+  const auto files = writer.finish();
+  auto set = std::make_shared<ShardDataset>(files);
+  DataLoader strict(set, {.batch_size = 3, .shuffle = false, .num_workers = 2});
+  try {
+    for (Batch& b : strict) (void)b;
+    FAIL("expected an error");
+  } catch (const SampleError& e) {
+    CHECK(e.index() == 4);
+    CHECK_THAT(std::string(e.what()), Contains(files[0]) && Contains("sample 4 at byte offset") && Contains("truncated"));
+  }
+  DataLoader lenient(set, {.batch_size = 3, .shuffle = false, .num_workers = 2, .skip_bad = true});
+  std::int64_t seen = 0;
+  for (Batch& b : lenient) seen += b.data.size(0);
+  CHECK(seen == 5);
+  CHECK(lenient.skipped() == 1);
+}
