@@ -26,6 +26,9 @@ mkdir -p "$out/corpus_image" "$out/corpus_shard"
 "$cxx" -std=c++20 -O1 -I"$root" "${sources[@]}" "$root/data/file_io.cpp" "$root/data/shard.cpp" \
   "$root/tests/fuzz/make_seeds.cpp" -lz -o "$out/make_seeds"
 "$out/make_seeds" "$out/corpus_image" "$out/corpus_shard"
+# Inputs that once crashed a target stay in its corpus (tests/fuzz/regressions/).
+cp "$root"/tests/fuzz/regressions/image-* "$out/corpus_image/" 2>/dev/null || true
+cp "$root"/tests/fuzz/regressions/shard-* "$out/corpus_shard/" 2>/dev/null || true
 
 for target in fuzz_image_decode fuzz_shard_reader; do
   corpus=$out/corpus_image
