@@ -307,7 +307,7 @@ void CachingAllocator::process_events(bool wait) {
       live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
       const Block freed = *p.block;
       cache_block(p.block, HotLanes{});
-      if (history_ != nullptr) note_block_history(HistoryAction::kFreeCompleted, &freed);
+      if (history_ != nullptr) note_block_history(HistoryAction::kFreeCompleted, &freed, true);
     }
   }
 }
@@ -555,13 +555,14 @@ bool CachingAllocator::history_enabled() const {
 void CachingAllocator::note_history(HistoryAction action, std::uintptr_t address,
                                     std::uint64_t size, StreamId stream, PoolKind pool,
                                     HistoryTag op, HistoryTag module) {
-  history_->record(action, address, size, stream, pool, op, module, live_.allocated_bytes_all(),
-                   live_.reserved_bytes.current_all());
+  history_->record(action, address, size, stream, pool, op, module);
 }
 
-void CachingAllocator::note_block_history(HistoryAction action, const Block* block) {
-  note_history(action, block->address, block->size, block->segment->stream,
-               block->segment->pool, block->history_op, block->history_module);
+void CachingAllocator::note_block_history(HistoryAction action, const Block* block,
+                                          bool counted_before) {
+  history_->record(action, block->address, block->size, block->segment->stream,
+                   block->segment->pool, block->history_op, block->history_module,
+                   counted_before);
 }
 
 CachingAllocator::Snapshot CachingAllocator::memory_snapshot() const {
@@ -570,7 +571,7 @@ CachingAllocator::Snapshot CachingAllocator::memory_snapshot() const {
   std::lock_guard<SpinMutex> lock(mutex_);
   out.segments = snapshot_locked();
   if (history_ != nullptr) {
-    out.events = history_->events();
+    out.events = history_->events(live_.allocated_bytes_all(), live_.reserved_bytes.current_all());
     out.events_recorded = history_->recorded();
     out.history_capacity = history_->capacity();
   }

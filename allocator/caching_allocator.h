@@ -111,7 +111,8 @@ class CachingAllocator {
   void set_observer(AllocationObserver* observer);
 
   // Memory history (torch.cuda.memory._record_memory_history): keeps the newest
-  // `max_entries` events; 0 stops recording and drops them.
+  // `max_entries` events (rounded up to a power of two, 32 bytes each); 0 stops recording
+  // and drops them.
   void record_history(std::size_t max_entries);
   bool history_enabled() const;
   // For an op that names itself after allocating its output (autograd records the node
@@ -173,7 +174,7 @@ class CachingAllocator {
   [[gnu::noinline]] void notify_allocate(Block* block, std::size_t bytes, StreamId stream);
   void note_history(HistoryAction action, std::uintptr_t address, std::uint64_t size,
                     StreamId stream, PoolKind pool, HistoryTag op, HistoryTag module);
-  void note_block_history(HistoryAction action, const Block* block);
+  void note_block_history(HistoryAction action, const Block* block, bool counted_before = false);
 
   void index_insert(Block* block, Unindexed removed = {});
   std::size_t index_insert_uncounted(Block* block);

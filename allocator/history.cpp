@@ -3,6 +3,7 @@
 #include "allocator/history.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -57,14 +58,15 @@ std::vector<std::string> history_tag_names() {
   return t.names;
 }
 
-ScopedModuleTag::ScopedModuleTag(std::string_view child) : saved_(current_history_context.module) {
+ScopedModuleTag::ScopedModuleTag(std::string_view child, std::string_view type)
+    : saved_(current_history_context) {
   if (!history_recording()) return;
-  if (saved_ == 0) {
-    current_history_context.module = intern_history_tag(child);
-  } else {
-    current_history_context.module =
-        intern_history_tag(history_tag_name(saved_) + "." + std::string(child));
-  }
+  std::string path(child);
+  if (saved_.module_path != 0) path = history_tag_name(saved_.module_path) + "." + path;
+  HistoryContext& c = current_history_context;
+  c.module_path = intern_history_tag(path);
+  c.module = type.empty() ? c.module_path
+                          : intern_history_tag(path + " (" + std::string(type) + ")");
 }
 
 const char* history_action_name(HistoryAction action) {
@@ -83,8 +85,12 @@ const char* history_action_name(HistoryAction action) {
 
 MemoryHistory::MemoryHistory(std::size_t capacity)
     : start_ticks_(now_ticks()), start_ns_(steady_ns()) {
-  FRUGAL_CHECK(capacity > 0, "memory history: the number of events kept must be at least 1");
-  events_.resize(capacity);
+  FRUGAL_CHECK(capacity > 0 && capacity <= (std::size_t{1} << 32),
+               "memory history: the number of events kept must be between 1 and 2^32, got " +
+                   std::to_string(capacity));
+  records_.resize(std::bit_ceil(capacity));
+  mask_ = records_.size() - 1;
+  streams_.push_back(0);  // index 0: stream 0, so the first lookup needs no search
 }
 
 std::uint64_t MemoryHistory::now_ticks() {
@@ -96,42 +102,78 @@ std::uint64_t MemoryHistory::now_ticks() {
 #endif
 }
 
+std::uint16_t MemoryHistory::stream_index(StreamId stream) {
+  std::size_t i = 0;
+  while (i < streams_.size() && streams_[i] != stream) ++i;
+  if (i == streams_.size()) {
+    FRUGAL_CHECK(i < 65536, "memory history: more than 65536 streams");
+    streams_.push_back(stream);
+  }
+  last_stream_ = stream;
+  last_stream_index_ = static_cast<std::uint16_t>(i);
+  return last_stream_index_;
+}
+
 bool MemoryHistory::name_recent_alloc(std::uintptr_t address, HistoryTag op, std::size_t window) {
-  const std::size_t kept = recorded_ < events_.size() ? recorded_ : events_.size();
+  const std::size_t kept = recorded_ < records_.size() ? recorded_ : records_.size();
   std::size_t i = next_;
   for (std::size_t n = 0; n < window && n < kept; ++n) {
-    i = i == 0 ? events_.size() - 1 : i - 1;
-    HistoryEvent& e = events_[i];
-    if (e.action == HistoryAction::kAlloc && e.address == address) {
-      if (e.op != 0) return false;
-      e.op = op;
+    i = (i - 1) & mask_;
+    Record& r = records_[i];
+    if (r.action == HistoryAction::kAlloc && r.address == address) {
+      if (r.op != 0) return false;
+      r.op = op;
       return true;
     }
   }
   return false;
 }
 
-std::vector<HistoryEvent> MemoryHistory::events() const {
-  const std::size_t kept = recorded_ < events_.size() ? recorded_ : events_.size();
-  std::vector<HistoryEvent> out;
-  out.reserve(kept);
-  const std::size_t first = recorded_ < events_.size() ? 0 : next_;
+std::vector<HistoryEvent> MemoryHistory::events(std::int64_t allocated_now,
+                                                std::int64_t reserved_now) const {
+  const std::size_t kept = recorded_ < records_.size() ? recorded_ : records_.size();
+  std::vector<HistoryEvent> out(kept);
 #if defined(__x86_64__)
   // Ticks to nanoseconds, calibrated over all the time recorded so far (the longer, the
   // more exact).
   const std::uint64_t now = now_ticks();
   const std::int64_t elapsed_ns = steady_ns() - start_ns_;
-  const double ns_per_tick = now > start_ticks_ && elapsed_ns > 0
-                                 ? static_cast<double>(elapsed_ns) / static_cast<double>(now - start_ticks_)
-                                 : 0.0;
+  const double ns_per_tick =
+      now > start_ticks_ && elapsed_ns > 0
+          ? static_cast<double>(elapsed_ns) / static_cast<double>(now - start_ticks_)
+          : 0.0;
 #else
   const double ns_per_tick = 1.0;
 #endif
-  for (std::size_t i = 0; i < kept; ++i) {
-    HistoryEvent e = events_[(first + i) % events_.size()];
-    const auto ticks = static_cast<double>(static_cast<std::int64_t>(e.time - start_ticks_));
+  // Newest first: each event's totals are those after it; undoing it gives the previous.
+  std::int64_t allocated = allocated_now, reserved = reserved_now;
+  for (std::size_t n = 0; n < kept; ++n) {
+    const Record& r = records_[(next_ - 1 - n) & mask_];
+    HistoryEvent& e = out[kept - 1 - n];
+    const auto ticks = static_cast<double>(static_cast<std::int64_t>(r.time - start_ticks_));
     e.time = static_cast<std::uint64_t>(std::max(0.0, ticks * ns_per_tick));
-    out.push_back(e);
+    e.action = r.action;
+    e.address = r.action == HistoryAction::kOom ? 0 : r.address;
+    e.size = r.action == HistoryAction::kOom ? r.address : r.units * kUnit;
+    e.stream = streams_[r.stream];
+    e.op = r.op;
+    e.module = r.module;
+    e.pool = static_cast<PoolKind>(r.flags & 1);
+    e.allocated = allocated;
+    e.reserved = reserved;
+    const auto size = static_cast<std::int64_t>(e.size);
+    switch (r.action) {
+      case HistoryAction::kAlloc: allocated -= size; break;
+      case HistoryAction::kFreeRequested: allocated += size; break;
+      case HistoryAction::kFreeCompleted:
+        if (!(r.flags & kCountedBefore)) allocated += size;
+        break;
+      case HistoryAction::kSegmentAlloc:
+      case HistoryAction::kSegmentMap: reserved -= size; break;
+      case HistoryAction::kSegmentFree:
+      case HistoryAction::kSegmentUnmap: reserved += size; break;
+      case HistoryAction::kOom: break;
+    }
   }
   return out;
 }

@@ -33,7 +33,8 @@ inline bool history_recording() {
 // What the calling thread is doing now, read by the allocator on every recorded event.
 struct HistoryContext {
   HistoryTag op = 0;
-  HistoryTag module = 0;
+  HistoryTag module = 0;       // the module path with its type: "features.3 (Conv2d)"
+  HistoryTag module_path = 0;  // the path alone, which children extend: "features.3"
 };
 inline thread_local HistoryContext current_history_context;
 
@@ -51,22 +52,22 @@ class ScopedOpTag {
   HistoryTag saved_;
 };
 
-// Enters a child module: the module tag becomes "parent.child" (just "child" at the top).
-// `resume` re-enters a module path recorded earlier (backward runs a node in the module
-// that recorded it).
+// Enters a child module: the module tag becomes "parent.child (Type)" ("child (Type)" at
+// the top; without a type, the path alone). `resume` re-enters a module tag recorded
+// earlier (backward runs a node in the module that recorded it).
 class ScopedModuleTag {
  public:
-  explicit ScopedModuleTag(std::string_view child);
+  explicit ScopedModuleTag(std::string_view child, std::string_view type = {});
   static ScopedModuleTag resume(HistoryTag module) { return ScopedModuleTag(module); }
-  ~ScopedModuleTag() { current_history_context.module = saved_; }
+  ~ScopedModuleTag() { current_history_context = saved_; }
   ScopedModuleTag(const ScopedModuleTag&) = delete;
   ScopedModuleTag& operator=(const ScopedModuleTag&) = delete;
 
  private:
-  explicit ScopedModuleTag(HistoryTag module) : saved_(current_history_context.module) {
+  explicit ScopedModuleTag(HistoryTag module) : saved_(current_history_context) {
     current_history_context.module = module;
   }
-  HistoryTag saved_;
+  HistoryContext saved_;
 };
 
 // PyTorch's action names (torch.cuda.memory._snapshot()["device_traces"]).
@@ -82,10 +83,11 @@ enum class HistoryAction : std::uint8_t {
 };
 const char* history_action_name(HistoryAction action);
 
+// One event as read back (MemoryHistory::events()).
 struct HistoryEvent {
-  std::uint64_t time;       // in the ring: time stamp counter; from events(): ns since start
-  std::uintptr_t address;
-  std::uint64_t size;
+  std::uint64_t time;       // nanoseconds since recording began
+  std::uintptr_t address;   // 0 for an OOM
+  std::uint64_t size;       // bytes: the block, the segment, the mapping, or requested (OOM)
   std::int64_t allocated;   // allocated bytes of the allocator after the event
   std::int64_t reserved;    // reserved bytes after the event
   StreamId stream;
@@ -94,26 +96,31 @@ struct HistoryEvent {
   PoolKind pool;
 };
 
-// The ring: the newest `capacity` events. Runs under the allocator's lock.
+// The ring: the newest `capacity` events, 32 bytes each. Runs under the allocator's lock.
+// Allocated and reserved bytes after each event are not stored: every change of either
+// is an event, so events() derives them backwards from the totals at reading time.
 class MemoryHistory {
  public:
   explicit MemoryHistory(std::size_t capacity);
 
+  // `size`: a multiple of 512 bytes except for an OOM. `counted_before`: a free whose
+  // allocated bytes already left at its free_requested.
   void record(HistoryAction action, std::uintptr_t address, std::uint64_t size, StreamId stream,
-              PoolKind pool, HistoryTag op, HistoryTag module, std::int64_t allocated,
-              std::int64_t reserved) {
-    HistoryEvent& e = events_[next_];
-    e.time = now_ticks();
-    e.address = address;
-    e.size = size;
-    e.allocated = allocated;
-    e.reserved = reserved;
-    e.stream = stream;
-    e.op = op;
-    e.module = module;
-    e.action = action;
-    e.pool = pool;
-    next_ = next_ + 1 == events_.size() ? 0 : next_ + 1;
+              PoolKind pool, HistoryTag op, HistoryTag module, bool counted_before = false) {
+    Record& r = records_[next_];
+    // The line a few events ahead, fetched for writing now: the ring is larger than the
+    // caches, and a store that misses would hold up the allocator's next lock.
+    __builtin_prefetch(&records_[(next_ + kPrefetchAhead) & mask_], 1);
+    r.time = now_ticks();
+    const bool oom = action == HistoryAction::kOom;
+    r.address = oom ? size : address;
+    r.units = oom ? 0 : static_cast<std::uint32_t>(size / kUnit);
+    r.op = op;
+    r.module = module;
+    r.stream = stream == last_stream_ ? last_stream_index_ : stream_index(stream);
+    r.action = action;
+    r.flags = static_cast<std::uint8_t>(static_cast<int>(pool) | (counted_before ? kCountedBefore : 0));
+    next_ = (next_ + 1) & mask_;
     ++recorded_;
   }
 
@@ -122,17 +129,36 @@ class MemoryHistory {
   // allocating its output). Returns whether it did.
   bool name_recent_alloc(std::uintptr_t address, HistoryTag op, std::size_t window);
 
-  std::size_t capacity() const { return events_.size(); }
+  std::size_t capacity() const { return records_.size(); }
   std::uint64_t recorded() const { return recorded_; }  // since recording began
-  // The kept events, oldest first, their times in nanoseconds since recording began.
-  std::vector<HistoryEvent> events() const;
+  // The kept events, oldest first, given the allocator's totals now.
+  std::vector<HistoryEvent> events(std::int64_t allocated_now, std::int64_t reserved_now) const;
 
   static std::uint64_t now_ticks();
 
  private:
-  std::vector<HistoryEvent> events_;
+  struct Record {
+    std::uint64_t time;     // time stamp counter
+    std::uint64_t address;  // for an OOM: the bytes requested
+    std::uint32_t units;    // size / 512
+    HistoryTag op, module;
+    std::uint16_t stream;   // index into streams_
+    HistoryAction action;
+    std::uint8_t flags;     // bit 0: PoolKind; kCountedBefore
+  };
+  static_assert(sizeof(Record) == 32);
+  static constexpr std::uint64_t kUnit = 512;
+  static constexpr std::uint8_t kCountedBefore = 2;
+  static constexpr std::size_t kPrefetchAhead = 8;
+  std::uint16_t stream_index(StreamId stream);
+
+  std::vector<Record> records_;  // a power of two
+  std::size_t mask_;
   std::size_t next_ = 0;
   std::uint64_t recorded_ = 0;
+  std::vector<StreamId> streams_;
+  StreamId last_stream_ = 0;
+  std::uint16_t last_stream_index_ = 0;
   std::uint64_t start_ticks_;
   std::int64_t start_ns_;  // steady clock at start, to calibrate the ticks when read
 };

@@ -39,8 +39,8 @@ canvas { border: 1px solid #ccc; display: block; }
 <h2>Memory over time</h2>
 <canvas id="timeline" width="1300" height="320"></canvas>
 <div id="legend"></div>
-<div class="controls">moment: <input type="range" id="slider" min="0" max="0" value="0">
- <span id="moment"></span></div>
+<div class="controls">moment: <input type="range" id="slider" min="0" max="0" value="0"></div>
+<div class="controls" id="moment"></div>
 <h2>Segments at that moment</h2>
 <div class="note">Each row is a segment (an expandable one is drawn up to the highest address it
 ever mapped); blocks in use are coloured by their module or op, free cached memory is grey,
@@ -321,6 +321,10 @@ document.getElementById("summary").textContent =
   "device " + snap.device + "; now allocated " + fmt(snap.allocated) + ", reserved " + fmt(snap.reserved) +
   "; over the history: peak allocated " + fmt(peakAllocated) + ", peak reserved " + fmt(peakReserved) +
   "; events kept " + (h.kept || 0) + " of " + (h.recorded || 0) + " recorded (ring of " + (h.max_entries || 0) + ")";
+if (location.hash === "#op") {  // a link can open the page coloured by op
+  keyName = "op";
+  document.querySelector("input[value=op]").checked = true;
+}
 buildSeries();
 redraw();
 </script></body></html>

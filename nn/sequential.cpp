@@ -13,7 +13,7 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) :
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   for (const auto& [name, module] : named_children()) {
-    const alloc::ScopedModuleTag module_tag(name);  // memory history: "features.3"
+    const alloc::ScopedModuleTag module_tag(name, module->name());  // "features.3 (Conv2d)"
     x = module->forward(x);
   }
   return x;

@@ -1,5 +1,5 @@
 // frugal-alloc-bench: how fast a warm malloc+free pair is — through frugal's caching
-// allocator, through the plain backend it replaces (aligned malloc/free), over a simulated
+// allocator (also with its memory history recording), through the plain backend it replaces (aligned malloc/free), over a simulated
 // device whose every allocation costs as much as cudaMalloc, and, on a machine with a GPU,
 // over CUDA against cudaMalloc/cudaFree and cudaMallocAsync — with random
 // log-uniform sizes from 512 B to 64 MiB, among live blocks freed and replaced at random,
@@ -46,8 +46,12 @@ struct Handle {
 // hold the allocator's own call and not a virtual dispatch the allocator's users never pay.
 class CachingSubject {
  public:
-  CachingSubject(std::shared_ptr<Backend> backend, bool host)
-      : allocator_(std::move(backend)), host_(host) {}
+  // history_events > 0: the allocator records its memory history in a ring of that many
+  // events all along (what it costs to leave it on).
+  CachingSubject(std::shared_ptr<Backend> backend, bool host, std::size_t history_events = 0)
+      : allocator_(std::move(backend)), host_(host) {
+    if (history_events > 0) allocator_.record_history(history_events);
+  }
   Handle allocate(std::size_t bytes, StreamId stream) {
     const Allocation a = allocator_.allocate(bytes, stream);
     return {a.ptr, a.block, a.size};
@@ -345,6 +349,8 @@ int run(int argc, char** argv) {
   cli.option("device-call-us", "US", "simulated cost of one cudaMalloc/cudaFree call", "20");
   cli.option("seed", "N", "random seed", "1");
   cli.option("only", "TEXT", "run only the allocators whose name contains TEXT");
+  cli.option("history", "N", "events kept by the memory history of the \"history on\" run",
+             "65536");
   cli.flag("json", "print the results as JSON");
   cli.option("metrics-json", "FILE", "also write the results as JSON to FILE");
   if (!cli.parse(argc, argv)) return 0;
@@ -370,12 +376,20 @@ int run(int argc, char** argv) {
   const std::string only = cli.get("only");
   auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   const std::string caching_host = "caching, host memory", plain_host = "aligned_alloc/free";
+  const std::string caching_history = "caching, host memory, history on";
+  const auto history_events = static_cast<std::size_t>(cli.get_int("history"));
+  if (history_events < 1) throw ConfigError("frugal-alloc-bench: --history must be >= 1");
   const std::string caching_device = std::string("caching, device ") + cost;
   const std::string plain_device = std::string("device calls ") + cost;
   for (int n : {1, threads}) {
     if (wanted(caching_host)) {
       CachingSubject s(std::make_shared<HostBackend>(), true);
       results.push_back(measure(caching_host, s, n, w, timer, failures));
+    }
+    if (wanted(caching_history)) {
+      // The same run with the memory history recording: two events per pair.
+      CachingSubject s(std::make_shared<HostBackend>(), true, history_events);
+      results.push_back(measure(caching_history, s, n, w, timer, failures));
     }
     if (wanted(plain_host)) {
       AlignedMallocSubject s;

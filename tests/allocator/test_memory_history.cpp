@@ -40,7 +40,7 @@ TEST_CASE("the history records alloc, free and segment events with tags and tota
   Allocation a, b;
   {
     ScopedModuleTag module("features");
-    ScopedModuleTag child("3");
+    ScopedModuleTag child("3", "Conv2d");
     ScopedOpTag op("conv2d");
     a = allocator.allocate(3 * MiB);
   }
@@ -52,12 +52,12 @@ TEST_CASE("the history records alloc, free and segment events with tags and tota
   const auto& e = snap.events;
   CHECK(e[0].action == HistoryAction::kSegmentAlloc);
   CHECK(e[0].size == 20 * MiB);  // a mid-size request gets a 20 MiB segment
-  CHECK(history_tag_name(e[0].module) == "features.3");
+  CHECK(history_tag_name(e[0].module) == "features.3 (Conv2d)");
   CHECK(e[1].action == HistoryAction::kAlloc);
   CHECK(e[1].size == 3 * MiB);
   CHECK(e[1].address == reinterpret_cast<std::uintptr_t>(a.ptr));
   CHECK(history_tag_name(e[1].op) == "conv2d");
-  CHECK(history_tag_name(e[1].module) == "features.3");
+  CHECK(history_tag_name(e[1].module) == "features.3 (Conv2d)");
   CHECK(e[1].allocated == std::int64_t(3 * MiB));
   CHECK(e[1].reserved == std::int64_t(20 * MiB));
   CHECK(e[2].action == HistoryAction::kSegmentAlloc);  // the small pool's first segment
@@ -67,7 +67,7 @@ TEST_CASE("the history records alloc, free and segment events with tags and tota
   // The free carries the tags of the allocation it ends, and the totals after it.
   CHECK(e[4].action == HistoryAction::kFreeCompleted);
   CHECK(e[4].address == e[1].address);
-  CHECK(history_tag_name(e[4].module) == "features.3");
+  CHECK(history_tag_name(e[4].module) == "features.3 (Conv2d)");
   CHECK(e[4].allocated == std::int64_t(512 + 512));  // b: 1000 bytes round to 1024
   CHECK(e[5].action == HistoryAction::kSegmentFree);
   CHECK(e[5].reserved == std::int64_t(2 * MiB));
@@ -139,7 +139,7 @@ TEST_CASE("the JSON snapshot reads back with every segment, block and event") {
   CHECK(int_of(root.find("reserved")) == std::int64_t(snap.reserved));
   const json::Value* history = root.find("history");
   REQUIRE(history != nullptr);
-  CHECK(int_of(history->find("max_entries")) == 1000);
+  CHECK(int_of(history->find("max_entries")) == 1024);  // rounded up to a power of two
   CHECK(int_of(history->find("kept")) == std::int64_t(snap.events.size()));
 
   const json::Value* segments = root.find("segments");
@@ -233,9 +233,9 @@ TEST_CASE("a forward and backward tag their memory with modules and ops") {
     if (e.action != HistoryAction::kAlloc) continue;
     const std::string op = history_tag_name(e.op), module = history_tag_name(e.module);
     // The first layer's output: allocated in module "0", named by the op that recorded it.
-    if (module == "0" && op == "linear") forward_linear = true;
+    if (module == "0 (Linear)" && op == "linear") forward_linear = true;
     // Its backward allocates in the module that recorded the node.
-    if (module == "0" && op == "linear backward") backward_in_module = true;
+    if (module == "0 (Linear)" && op == "linear backward") backward_in_module = true;
   }
   CHECK(forward_linear);
   CHECK(backward_in_module);
