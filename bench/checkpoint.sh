@@ -17,7 +17,10 @@ run() {
   echo
 }
 # The network, 20 conv blocks, at frugal's benchmark thread count and at one thread.
+# On a loaded machine libgomp's spinning threads wait on each other for whole time slices:
+# OMP_WAIT_POLICY=passive makes them sleep instead, which keeps 2-thread timings meaningful.
 run "$ckpt" --threads 2 --batch-size 8 --segments 2,4,6 --repeats 9 --steps 4
+run env OMP_WAIT_POLICY=passive "$ckpt" --threads 2 --batch-size 16 --segments 2,4,6 --repeats 15 --steps 3
 run "$ckpt" --threads 1 --batch-size 16 --segments 2,4,6 --repeats 15 --steps 3
 # The benchmark models at the training batch: what --checkpoint-activations gives them.
 run "$ckpt" --model cnn --threads 1 --batch-size 128 --segments 2,4,6 --repeats 5 --steps 2
