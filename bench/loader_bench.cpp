@@ -36,6 +36,8 @@ std::int64_t proc_status_bytes(const char* key) {
 }
 
 bool is_shards(const std::string& path) {
+  std::error_code ec;
+  FRUGAL_CHECK(fs::exists(path, ec), "--data " + path + " does not exist");
   if (fs::is_regular_file(path)) return fs::path(path).extension() == ".frs";
   for (const auto& e : fs::directory_iterator(path))
     if (e.path().extension() == ".frs") return true;

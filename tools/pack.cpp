@@ -118,7 +118,7 @@ int run(int argc, char** argv) {
                   "family's files) into frugal shard files (.frs, format in docs/data.md).");
   cli.option("input", "PATH", "an ImageFolder root, or a directory of idx files");
   cli.option("output", "DIR", "where the shards go (created if missing)");
-  cli.option("prefix", "NAME", "shard file names: NAME-00000.frs ... (default: the split)");
+  cli.option("prefix", "NAME", "shard file names: NAME-00000.frs ... (default: the split for idx input, else data)");
   cli.option("split", "NAME", "idx input: train or test", "train");
   cli.option("encoding", "KIND", "raw (decoded pixels, read in place) or encoded (the files' bytes)", "raw");
   cli.option("channels", "N", "ImageFolder: decode into 1, 3 or 4 channels (0: the first image's)", "0");
