@@ -8,6 +8,7 @@
 
 #include "allocator/caching_allocator.h"
 #include "monitor/device_view.h"
+#include "monitor/history_tags.h"
 
 namespace frugal::monitor {
 
@@ -19,7 +20,9 @@ double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 TrainingMonitor::TrainingMonitor(const alloc::CachingAllocator& allocator, TrainingMonitorOptions options,
                                  std::int64_t first_epoch)
-    : allocator_(allocator), options_(std::move(options)), leak_watch_(options_.leak, options_.tag_provider) {
+    : allocator_(allocator),
+      options_(std::move(options)),
+      leak_watch_(options_.leak, options_.tag_provider ? options_.tag_provider : history_tag_provider(allocator)) {
   if (!options_.tensorboard_dir.empty()) writer_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
   leak_watch_.observe(sample_memory(first_epoch, allocator_));
   epoch_samples_.sample(first_epoch);

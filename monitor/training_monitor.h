@@ -35,7 +35,9 @@ struct TrainingMonitorOptions {
   std::string tensorboard_dir;  // "" = no event file
   int cuda_device = -1;         // >= 0: also log that device's used and free memory per step
   LeakWatchOptions leak;
-  TagBytesProvider tag_provider;  // per-op/module live bytes for the leak watch, if any
+  // Live bytes per op/module for the leak watch to name what grows; by default the
+  // allocator's memory history (history_tags.h), while the allocator records one.
+  TagBytesProvider tag_provider;
   bool print_leak_warnings = true;  // on stderr, as they happen
 };
 
