@@ -59,6 +59,18 @@ def main(folder, repeats):
         print(f"| {subject} | {threads} | {cell('back_to_back_median_ns')} | {cell('back_to_back_p99_ns')} | "
               f"{cell('median_ns')} | {cell('p99_ns')} | "
               f"{cell('replace_median_ns')} | {cell('replace_p99_ns')} |")
+    plain, history = by_key.get(("caching, host memory", 1)), by_key.get(("caching, host memory, history on", 1))
+    if plain and history:
+        # Each pair records two events (alloc, free_completed): the difference per pair, halved.
+        def med(rs, key):
+            return statistics.median(r[key] for r in rs)
+        per_event = [(med(history, k) - med(plain, k)) / 2
+                     for k in ("back_to_back_median_ns", "median_ns", "replace_median_ns")]
+        print()
+        print("Memory history on (`record_history`, a ring of 65,536 events), single thread: "
+              f"{per_event[0]:.1f} ns per event back to back, {per_event[1]:.1f} ns for a pair on its own, "
+              f"{per_event[2]:.1f} ns for free random + malloc (the difference in median ns per pair, "
+              "halved: each pair records an alloc and a free_completed).")
     failures = sum(r["check_failures"] for r in runs)
     print()
     print(f"Block checks (alignment, overlap with live blocks, patterns on host memory): "
