@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <thread>
 
 #include "allocator/caching_allocator.h"
 #include "allocator/memory_report.h"
@@ -239,4 +241,35 @@ TEST_CASE("a forward and backward tag their memory with modules and ops") {
   }
   CHECK(forward_linear);
   CHECK(backward_in_module);
+}
+
+TEST_CASE("threads record their own tags, and every event is kept") {
+  CachingAllocator allocator(std::make_shared<SimulatedDevice>(std::size_t{1} << 34));
+  allocator.record_history(1 << 16);
+  constexpr int kThreads = 4, kPairs = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&allocator, t] {
+      ScopedModuleTag module("thread" + std::to_string(t));
+      for (int i = 0; i < kPairs; ++i) {
+        allocator.free(allocator.allocate(512 * (1 + (i * 7 + t) % 300), static_cast<StreamId>(t)));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  const auto snap = allocator.memory_snapshot();
+  std::vector<int> allocs(kThreads), frees(kThreads);
+  for (const HistoryEvent& e : snap.events) {
+    const std::string module = history_tag_name(e.module);
+    REQUIRE(module.rfind("thread", 0) == 0);
+    const int t = std::stoi(module.substr(6));
+    CHECK(e.stream == static_cast<StreamId>(t));  // each thread allocates on its own stream
+    if (e.action == HistoryAction::kAlloc) ++allocs[t];
+    if (e.action == HistoryAction::kFreeCompleted) ++frees[t];
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(allocs[t] == kPairs);
+    CHECK(frees[t] == kPairs);
+  }
+  CHECK(snap.events.back().allocated == 0);
 }
