@@ -64,7 +64,13 @@ void check_png(const unsigned char* b, std::size_t n, const std::string& name) {
 // The tables of a DHT segment: stb_image (Debian's 2022 version) trusts their code counts and
 // writes past its 256-entry arrays when they sum to more (found by tests/fuzz), so each
 // table must hold at most 256 codes, and lie inside the segment.
-void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name) {
+// Which Huffman tables (DC and AC, ids 0-3) some DHT segment has defined so far.
+struct HuffmanDefined {
+  bool dc[4] = {}, ac[4] = {};
+};
+
+void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name,
+                               HuffmanDefined& defined) {
   std::size_t pos = 0;
   while (pos < n) {
     if (pos + 17 > n) damaged(name, "JPEG", offset + pos, "Huffman table header runs past its segment");
@@ -77,6 +83,28 @@ void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_
       damaged(name, "JPEG", offset + pos, "Huffman table with " + std::to_string(codes) + " codes (at most 256)");
     pos += 17 + codes;
     if (pos > n) damaged(name, "JPEG", offset + pos - codes, "Huffman table values run past their segment");
+    ((q >> 4) == 0 ? defined.dc : defined.ac)[q & 15] = true;
+  }
+}
+
+// A scan header (SOS): every Huffman table the scan decodes with must have been defined.
+// stb_image does not check, and decodes with whatever its (uninitialised) table memory holds,
+// reading outside it (found by tests/fuzz: a heap use-after-free read).
+void check_jpeg_scan(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name,
+                     const HuffmanDefined& defined) {
+  if (n < 1) damaged(name, "JPEG", offset, "empty scan header");
+  const std::size_t components = p[0];
+  if (components < 1 || components > 4 || n < 1 + 2 * components + 3)
+    damaged(name, "JPEG", offset, "scan header for " + std::to_string(components) + " components is invalid");
+  const unsigned char ss = p[1 + 2 * components], se = p[2 + 2 * components], ah = p[3 + 2 * components] >> 4;
+  for (std::size_t c = 0; c < components; ++c) {
+    const unsigned char tables = p[2 + 2 * c];
+    const int dc = tables >> 4, ac = tables & 15;
+    if (dc > 3 || ac > 3) damaged(name, "JPEG", offset + 2 + 2 * c, "scan names Huffman table " + hex(tables));
+    if (ss == 0 && ah == 0 && !defined.dc[dc])
+      damaged(name, "JPEG", offset + 2 + 2 * c, "scan uses DC Huffman table " + std::to_string(dc) + ", never defined");
+    if (se > 0 && !defined.ac[ac])
+      damaged(name, "JPEG", offset + 2 + 2 * c, "scan uses AC Huffman table " + std::to_string(ac) + ", never defined");
   }
 }
 
@@ -85,6 +113,7 @@ void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_
 // being EOI. stb_image pads a truncated scan with zeros instead of failing.
 void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) {
   std::size_t pos = 2;
+  HuffmanDefined huffman;
   for (;;) {
     if (pos >= n) damaged(name, "JPEG", pos, "file ends before the EOI marker (truncated)");
     if (b[pos] != 0xFF) damaged(name, "JPEG", pos, "expected a marker, found byte " + hex(b[pos]));
@@ -98,7 +127,8 @@ void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) 
     if (length < 2) damaged(name, "JPEG", pos, "segment length " + std::to_string(length) + " is invalid");
     if (pos + length > n)
       damaged(name, "JPEG", pos - 2, "segment of " + std::to_string(length) + " bytes runs past the end (truncated)");
-    if (marker == 0xC4) check_jpeg_huffman_tables(b + pos + 2, length - 2, pos + 2, name);
+    if (marker == 0xC4) check_jpeg_huffman_tables(b + pos + 2, length - 2, pos + 2, name, huffman);
+    if (marker == 0xDA) check_jpeg_scan(b + pos + 2, length - 2, pos + 2, name, huffman);
     pos += length;
     if (marker != 0xDA) continue;  // SOS: entropy-coded data follows, up to the next marker
     for (;;) {

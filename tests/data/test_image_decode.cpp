@@ -173,3 +173,22 @@ TEST_CASE("image: a JPEG Huffman table with more than 256 codes is refused (stb_
                     Contains("dht.jpg") && Contains("Huffman table with 4080 codes") &&
                         Contains("byte offset " + std::to_string(dht + 4)));
 }
+
+TEST_CASE("image: a JPEG scan using a Huffman table no DHT defined is refused (stb_image would read stale memory)") {
+  Bytes jpg = jpeg_bytes(8, 8, 1);
+  // Rename the first DHT segment to a comment (COM): its tables are then never defined.
+  std::size_t dht = 0;
+  for (std::size_t i = 2; i + 1 < jpg.size(); ++i)
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xC4) {
+      dht = i;
+      break;
+    }
+  REQUIRE(dht > 0);
+  jpg[dht + 1] = 0xFE;
+  Image out;
+  CHECK_THROWS_WITH(decode_image(jpg.data(), jpg.size(), 0, "nodht.jpg", out),
+                    Contains("nodht.jpg") && Contains("never defined"));
+  // The progressive fixture, whole, passes the same checks.
+  const Bytes prog(std::begin(kProgressiveJpeg), std::end(kProgressiveJpeg));
+  CHECK_NOTHROW(decode_image(prog.data(), prog.size(), 0, "prog.jpg", out));
+}
