@@ -234,7 +234,8 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
   const auto rest_bytes = static_cast<std::int64_t>(rest_non_releasable);
   const HotLanes added{1, static_cast<std::int64_t>(block->size),
                        static_cast<std::int64_t>(requested), rest_bytes != 0, rest_bytes, 0, 0, 0};
-  const HotLanes removed{0, 0, 0, units != 0, std::int64_t{units} * std::int64_t{FreeIndex::kUnitBytes}, 0, 0, 0};
+  const std::int64_t units_bytes = std::int64_t{units} * std::int64_t{FreeIndex::kUnitBytes};
+  const HotLanes removed{0, 0, 0, units != 0, units_bytes, 0, 0, 0};
   live_.hot.apply(kind, added, removed);
   if (live_.pending_count.current_all() != 0) [[unlikely]] live_.note_active_peaks(kind);
   if (block->size >= config_.max_split_size) live_.oversize_allocations.increase(1);
@@ -323,7 +324,8 @@ FRUGAL_HOT void CachingAllocator::cache_block(Block* block, const HotLanes& rele
   // One update: the free's own change, the merged neighbours leaving the non-releasable
   // stats, the merged block entering them.
   const HotLanes added{0, 0, 0, non_releasable != 0, non_releasable, 0, 0, 0};
-  const HotLanes left{0, 0, 0, gone.blocks, gone.units * std::int64_t{FreeIndex::kUnitBytes}, 0, 0, 0};
+  const std::int64_t gone_bytes = gone.units * std::int64_t{FreeIndex::kUnitBytes};
+  const HotLanes left{0, 0, 0, gone.blocks, gone_bytes, 0, 0, 0};
   live_.hot.apply(block->segment->pool, added, released + left);
 }
 

@@ -73,7 +73,8 @@ void CachingAllocator::note_mapped(Segment* seg, std::uintptr_t address, std::si
   ++live_.num_device_alloc;
   if (history_ != nullptr) {
     const HistoryContext& c = current_history_context;
-    note_history(HistoryAction::kSegmentMap, address, bytes, seg->stream, seg->pool, c.op, c.module);
+    note_history(HistoryAction::kSegmentMap, address, bytes, seg->stream, seg->pool, c.op,
+                 c.module);
   }
 }
 

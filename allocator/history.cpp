@@ -41,7 +41,8 @@ HistoryTag intern_history_tag(std::string_view name) {
   if (name.empty()) return 0;
   TagTable& t = tag_table();
   std::lock_guard<std::mutex> lock(t.mutex);
-  auto [it, inserted] = t.ids.try_emplace(std::string(name), static_cast<HistoryTag>(t.names.size()));
+  auto [it, inserted] =
+      t.ids.try_emplace(std::string(name), static_cast<HistoryTag>(t.names.size()));
   if (inserted) t.names.emplace_back(name);
   return it->second;
 }
@@ -65,20 +66,28 @@ ScopedModuleTag::ScopedModuleTag(std::string_view child, std::string_view type)
   if (saved_.module_path != 0) path = history_tag_name(saved_.module_path) + "." + path;
   HistoryContext& c = current_history_context;
   c.module_path = intern_history_tag(path);
-  c.module = type.empty() ? c.module_path
-                          : intern_history_tag(path + " (" + std::string(type) + ")");
+  c.module =
+      type.empty() ? c.module_path : intern_history_tag(path + " (" + std::string(type) + ")");
 }
 
 const char* history_action_name(HistoryAction action) {
   switch (action) {
-    case HistoryAction::kAlloc: return "alloc";
-    case HistoryAction::kFreeRequested: return "free_requested";
-    case HistoryAction::kFreeCompleted: return "free_completed";
-    case HistoryAction::kSegmentAlloc: return "segment_alloc";
-    case HistoryAction::kSegmentFree: return "segment_free";
-    case HistoryAction::kSegmentMap: return "segment_map";
-    case HistoryAction::kSegmentUnmap: return "segment_unmap";
-    case HistoryAction::kOom: return "oom";
+    case HistoryAction::kAlloc:
+      return "alloc";
+    case HistoryAction::kFreeRequested:
+      return "free_requested";
+    case HistoryAction::kFreeCompleted:
+      return "free_completed";
+    case HistoryAction::kSegmentAlloc:
+      return "segment_alloc";
+    case HistoryAction::kSegmentFree:
+      return "segment_free";
+    case HistoryAction::kSegmentMap:
+      return "segment_map";
+    case HistoryAction::kSegmentUnmap:
+      return "segment_unmap";
+    case HistoryAction::kOom:
+      return "oom";
   }
   return "unknown";
 }
@@ -163,16 +172,25 @@ std::vector<HistoryEvent> MemoryHistory::events(std::int64_t allocated_now,
     e.reserved = reserved;
     const auto size = static_cast<std::int64_t>(e.size);
     switch (r.action) {
-      case HistoryAction::kAlloc: allocated -= size; break;
-      case HistoryAction::kFreeRequested: allocated += size; break;
+      case HistoryAction::kAlloc:
+        allocated -= size;
+        break;
+      case HistoryAction::kFreeRequested:
+        allocated += size;
+        break;
       case HistoryAction::kFreeCompleted:
         if (!(r.flags & kCountedBefore)) allocated += size;
         break;
       case HistoryAction::kSegmentAlloc:
-      case HistoryAction::kSegmentMap: reserved -= size; break;
+      case HistoryAction::kSegmentMap:
+        reserved -= size;
+        break;
       case HistoryAction::kSegmentFree:
-      case HistoryAction::kSegmentUnmap: reserved += size; break;
-      case HistoryAction::kOom: break;
+      case HistoryAction::kSegmentUnmap:
+        reserved += size;
+        break;
+      case HistoryAction::kOom:
+        break;
     }
   }
   return out;

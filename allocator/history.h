@@ -72,24 +72,24 @@ class ScopedModuleTag {
 
 // PyTorch's action names (torch.cuda.memory._snapshot()["device_traces"]).
 enum class HistoryAction : std::uint8_t {
-  kAlloc,           // a block handed out
-  kFreeRequested,   // freed while other streams may still use it (record_stream)
-  kFreeCompleted,   // back in the cache
-  kSegmentAlloc,    // a segment from the device
-  kSegmentFree,     // a segment given back
-  kSegmentMap,      // memory mapped into an expandable segment
-  kSegmentUnmap,    // memory unmapped from an expandable segment
-  kOom,             // an OutOfMemoryError about to be thrown (size: bytes requested)
+  kAlloc,          // a block handed out
+  kFreeRequested,  // freed while other streams may still use it (record_stream)
+  kFreeCompleted,  // back in the cache
+  kSegmentAlloc,   // a segment from the device
+  kSegmentFree,    // a segment given back
+  kSegmentMap,     // memory mapped into an expandable segment
+  kSegmentUnmap,   // memory unmapped from an expandable segment
+  kOom,            // an OutOfMemoryError about to be thrown (size: bytes requested)
 };
 const char* history_action_name(HistoryAction action);
 
 // One event as read back (MemoryHistory::events()).
 struct HistoryEvent {
-  std::uint64_t time;       // nanoseconds since recording began
-  std::uintptr_t address;   // 0 for an OOM
-  std::uint64_t size;       // bytes: the block, the segment, the mapping, or requested (OOM)
-  std::int64_t allocated;   // allocated bytes of the allocator after the event
-  std::int64_t reserved;    // reserved bytes after the event
+  std::uint64_t time;      // nanoseconds since recording began
+  std::uintptr_t address;  // 0 for an OOM
+  std::uint64_t size;      // bytes: the block, the segment, the mapping, or requested (OOM)
+  std::int64_t allocated;  // allocated bytes of the allocator after the event
+  std::int64_t reserved;   // reserved bytes after the event
   StreamId stream;
   HistoryTag op, module;
   HistoryAction action;
@@ -119,7 +119,8 @@ class MemoryHistory {
     r.module = module;
     r.stream = stream == last_stream_ ? last_stream_index_ : stream_index(stream);
     r.action = action;
-    r.flags = static_cast<std::uint8_t>(static_cast<int>(pool) | (counted_before ? kCountedBefore : 0));
+    r.flags =
+        static_cast<std::uint8_t>(static_cast<int>(pool) | (counted_before ? kCountedBefore : 0));
     next_ = (next_ + 1) & mask_;
     ++recorded_;
   }
@@ -142,9 +143,9 @@ class MemoryHistory {
     std::uint64_t address;  // for an OOM: the bytes requested
     std::uint32_t units;    // size / 512
     HistoryTag op, module;
-    std::uint16_t stream;   // index into streams_
+    std::uint16_t stream;  // index into streams_
     HistoryAction action;
-    std::uint8_t flags;     // bit 0: PoolKind; kCountedBefore
+    std::uint8_t flags;  // bit 0: PoolKind; kCountedBefore
   };
   static_assert(sizeof(Record) == 32);
   static constexpr std::uint64_t kUnit = 512;

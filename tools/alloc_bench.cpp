@@ -1,11 +1,11 @@
 // frugal-alloc-bench: how fast a warm malloc+free pair is — through frugal's caching
-// allocator (also with its memory history recording), through the plain backend it replaces (aligned malloc/free), over a simulated
-// device whose every allocation costs as much as cudaMalloc, and, on a machine with a GPU,
-// over CUDA against cudaMalloc/cudaFree and cudaMallocAsync — with random
-// log-uniform sizes from 512 B to 64 MiB, among live blocks freed and replaced at random,
-// on 1 and N threads (each its own stream). Every block is checked: alignment, no overlap
-// with any live block, and on host memory a pattern written after allocation must be
-// intact when the block is freed.
+// allocator (also with its memory history recording), through the plain backend it
+// replaces (aligned malloc/free), over a simulated device whose every allocation costs as
+// much as cudaMalloc, and, on a machine with a GPU, over CUDA against cudaMalloc/cudaFree
+// and cudaMallocAsync — with random log-uniform sizes from 512 B to 64 MiB, among live
+// blocks freed and replaced at random, on 1 and N threads (each its own stream). Every
+// block is checked: alignment, no overlap with any live block, and on host memory a
+// pattern written after allocation must be intact when the block is freed.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -460,12 +460,12 @@ int run(int argc, char** argv) {
   if (cli.has("json")) {
     std::cout << json.str() << "\n";
   } else {
-    std::printf("%-28s %7s | %-22s | %-22s | %-22s\n", "", "", "pairs back to back", "a pair on its own",
+    std::printf("%-34s %7s | %-22s | %-22s | %-22s\n", "", "", "pairs back to back", "a pair on its own",
                 "free random + malloc");
-    std::printf("%-28s %7s | %10s %11s | %10s %11s | %10s %11s\n", "allocator", "threads", "median ns",
+    std::printf("%-34s %7s | %10s %11s | %10s %11s | %10s %11s\n", "allocator", "threads", "median ns",
                 "p99 ns", "median ns", "p99 ns", "median ns", "p99 ns");
     for (const Result& r : results) {
-      std::printf("%-28s %7d | %10.1f %11.1f | %10.1f %11.1f | %10.1f %11.1f\n", r.subject.c_str(), r.threads,
+      std::printf("%-34s %7d | %10.1f %11.1f | %10.1f %11.1f | %10.1f %11.1f\n", r.subject.c_str(), r.threads,
                   r.run_median_ns, r.run_p99_ns, r.median_ns, r.p99_ns, r.replace_median_ns,
                   r.replace_p99_ns);
     }

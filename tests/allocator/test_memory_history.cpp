@@ -221,9 +221,10 @@ TEST_CASE("a forward and backward tag their memory with modules and ops") {
   CachingAllocator& allocator = cpu_allocator();
   allocator.record_history(4096);
   {
-    auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(32, 10)});
+    auto model =
+        std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+            std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::ReLU>(),
+            std::make_shared<nn::Linear>(32, 10)});
     Tensor x = randn({16, 64});
     Tensor loss = sum(model->forward(x));
     loss.backward();
