@@ -60,6 +60,12 @@ class FreeIndex {
   // The most recently freed block of the smallest size >= bytes, or nullptr.
   Block* best_fit(std::size_t bytes) const {
     const std::size_t key = (bytes + kUnitBytes - 1) / kUnitBytes;
+    // A split of whatever this finds will displace the front block into the tables: fetch
+    // its lines of the head table and bitmap now, while the search runs, instead of when
+    // the insert needs them (an empty slot's key maps to an unused, harmless line).
+    const std::size_t front_key = front_key_ & (kFlatSizes - 1);
+    __builtin_prefetch(&heads_[front_key], 1);
+    __builtin_prefetch(&words_[front_key / 64], 1);
     if (key < kFlatSizes) [[likely]] {
       // The fit is in key's own word of 64 sizes, or in the next non-empty word of its
       // group of 64 words, or in the first non-empty word of the next non-empty group. All
