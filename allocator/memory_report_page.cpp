@@ -187,7 +187,11 @@ let xOf = null;
 function drawTimeline() {
   const W = tl.width, H = tl.height, pts = series.points;
   tctx.clearRect(0, 0, W, H);
-  if (!pts.length) { tctx.fillText("No history events were recorded.", PAD_L, 40); return; }
+  if (!pts.length) {
+    tctx.fillText("No history events were recorded: the allocator records them after " +
+                  "record_history(max_entries).", PAD_L, 40);
+    return;
+  }
   const t0 = pts[0].t, t1 = Math.max(pts[pts.length - 1].t, t0 + 1);
   let ymax = 1;
   for (const p of pts) ymax = Math.max(ymax, p.reserved, p.allocated);
