@@ -17,7 +17,7 @@ def run(cmd):
 
 
 def main():
-    tmp, repeats = sys.argv[1], sys.argv[2]
+    tmp, repeats, models = sys.argv[1], sys.argv[2], sys.argv[3].split()
     print("# Mixed precision on the CPU\n")
     print(f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%MZ')}")
     print(f"- commit: {run('git rev-parse --short HEAD')}")
@@ -27,7 +27,7 @@ def main():
     torch_version = run("/usr/bin/python3 -c 'import torch; print(torch.__version__)'")
     print(f"- PyTorch {torch_version} (Debian python3-torch) at its fastest (bench/torch/env.sh), "
           "`torch.autocast('cpu', dtype=torch.bfloat16)` around forward and loss")
-    print(f"- command: `bash bench/amp.sh {repeats}`")
+    print(f"- command: `bash bench/amp.sh {repeats} '{' '.join(models)}'`")
     print(f"- load: before `{open(os.path.join(tmp, 'load-before')).read().strip()}`, "
           f"after `{open(os.path.join(tmp, 'load-after')).read().strip()}`")
     print()
@@ -51,7 +51,7 @@ def main():
     print("| model | what | frugal float32 | frugal bf16 | bf16 / float32 | PyTorch float32 | PyTorch bf16 autocast | "
           "frugal bf16 / PyTorch bf16 |")
     print("|---|---|---|---|---|---|---|---|")
-    for model in ("cnn", "mobilenet"):
+    for model in models:
         f32 = load(f"{tmp}/speed-{model}-frugal-off-*.json")
         fbf = load(f"{tmp}/speed-{model}-frugal-bf16-*.json")
         t32 = load(f"{tmp}/speed-{model}-torch-off-*.json")

@@ -63,13 +63,13 @@ double evaluate(nn::Module& model, const data::MnistDataset& set, std::int64_t b
   return static_cast<double>(correct) / static_cast<double>(set.size());
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const nn::Module& model, double lr,
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& parameters, double lr,
                                                  double momentum, double weight_decay) {
   if (name == "sgd")
-    return std::make_unique<optim::SGD>(model.parameters(),
+    return std::make_unique<optim::SGD>(parameters,
                                         optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
   if (name == "adamw")
-    return std::make_unique<optim::AdamW>(model.parameters(), optim::AdamWOptions(lr).weight_decay(weight_decay));
+    return std::make_unique<optim::AdamW>(parameters, optim::AdamWOptions(lr).weight_decay(weight_decay));
   throw ConfigError("--optimizer must be sgd or adamw, got '" + name + "'");
 }
 
@@ -103,6 +103,11 @@ int run(int argc, char** argv) {
   cli.option("device", "DEVICE", "cpu, cuda or cuda:N", "cpu");
   cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (fp16 with dynamic loss scaling)", "off");
   cli.option("accum", "K", "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
+  cli.flag("checkpoint-activations", "keep only segment inputs in forward, recompute the rest in backward");
+  cli.option("checkpoint-segments", "N", "segments for --checkpoint-activations", "4");
+  cli.flag("auto-batch-size", "train with the largest batch whose step fits --memory-budget (batch-size finder)");
+  cli.option("memory-budget", "BYTES", "peak allocated bytes for --auto-batch-size, e.g. 512MiB (default: the "
+             "allocator's limit)");
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
@@ -115,7 +120,7 @@ int run(int argc, char** argv) {
   const std::string model_name = cli.get("model");
   const std::string optimizer_name = cli.get("optimizer");
   const std::int64_t epochs = cli.get_int("epochs");
-  const std::int64_t batch_size = cli.get_int("batch-size");
+  std::int64_t batch_size = cli.get_int("batch-size");
   const double lr = cli.has("lr") ? cli.get_double("lr") : (optimizer_name == "adamw" ? 1e-3 : 0.05);
   const std::uint64_t seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
@@ -135,12 +140,50 @@ int run(int argc, char** argv) {
   const data::MnistDataset test_set = data::load_mnist(cli.get("data"), data::Split::Test);
 
   manual_seed(seed);
-  auto model = nn::make_model(model_name);
+  std::shared_ptr<nn::Sequential> model = nn::make_model(model_name);
+  if (cli.has("checkpoint-activations"))  // same modules and parameters, recomputed in backward
+    model = nn::checkpoint_segments(model, static_cast<int>(cli.get_int("checkpoint-segments")));
   model->to(device);  // before the optimizer takes the parameters
-  auto optimizer = make_optimizer(optimizer_name, *model, lr, cli.get_double("momentum"),
+  auto optimizer = make_optimizer(optimizer_name, model->parameters(), lr, cli.get_double("momentum"),
                                   cli.get_double("weight-decay"));
   // Loss scaling only where float16 needs it; bf16 and float32 step plainly.
   amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
+  if (cli.has("auto-batch-size")) {
+    // Probe steps of this very step (amp, accumulation, checkpointing) on random images, on a
+    // throw-away optimizer; the model comes back untouched.
+    std::int64_t budget = 0;
+    if (cli.has("memory-budget")) {
+      try {
+        budget = parse_bytes(cli.get("memory-budget"));
+      } catch (const Error& e) {
+        throw ConfigError(std::string("--memory-budget: ") + e.what());
+      }
+    }
+    const nn::BatchSizeResult found = nn::find_batch_size(
+        *model,
+        [&](const std::vector<Tensor>& params) {
+          return make_optimizer(optimizer_name, params, lr, cli.get_double("momentum"), cli.get_double("weight-decay"));
+        },
+        [&](std::int64_t batch, optim::Optimizer& probe) {
+          amp::GradScaler probe_scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
+          const Tensor images = randn({batch, 1, 28, 28}, TensorOptions().device(device));
+          const Tensor labels = randint(0, 10, {batch}, TensorOptions(kInt64).device(device));
+          train::train_step(*model, probe, probe_scaler, amp, images, labels, std::min(accum, batch));
+        },
+        budget);
+    batch_size = found.batch;
+    std::string probes;
+    for (const auto& step : found.steps)
+      if (step.role == "probe") probes += (probes.empty() ? "" : " and ") + std::to_string(step.batch);
+    std::printf("batch-size finder: peak = %s + %s x batch (probes at %s); batch %lld, predicted %s, "
+                "measured %s, budget %s\n",
+                format_bytes(static_cast<std::int64_t>(found.fixed_bytes)).c_str(),
+                format_bytes(static_cast<std::int64_t>(found.bytes_per_sample)).c_str(), probes.c_str(),
+                static_cast<long long>(found.batch), format_bytes(found.predicted_peak).c_str(),
+                format_bytes(found.measured_peak).c_str(), format_bytes(found.budget).c_str());
+    FRUGAL_CHECK(accum <= batch_size, "--accum " + std::to_string(accum) + " is more than the batch the finder chose (" +
+                                          std::to_string(batch_size) + ")");
+  }
   train::TrainState state;
   state.amp = amp.name;
   state.model = model_name;

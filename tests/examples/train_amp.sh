@@ -2,7 +2,8 @@
 # frugal-train with --amp fp16 and --accum: a run interrupted after 2 steps and resumed to 4
 # ends with exactly the weights, optimizer state and loss scale of a 4-step run (the scaler's
 # state travels in the checkpoint); the metrics name the mode; bad --amp/--accum values and a
-# resume under another --amp are clear errors. Exits 77 (skipped) without the data set.
+# resume under another --amp are clear errors; --auto-batch-size keeps the step within its
+# --memory-budget; --checkpoint-activations trains. Exits 77 (skipped) without the data set.
 #   train_amp.sh FRUGAL_TRAIN
 set -euo pipefail
 train=$1
@@ -25,6 +26,21 @@ for pair in '"amp": "fp16"' '"accum": 2' '"skipped_steps": 0' '"loss_scale": 655
   grep -q "$pair" "$tmp/metrics.json" || { echo "FAIL: metrics-json lacks $pair" >&2; cat "$tmp/metrics.json" >&2; exit 1; }
 done
 
+# The batch-size finder picks the batch, whose measured step peak fits the budget; activation
+# checkpointing trains the same model with less memory.
+"$train" --threads 2 --auto-batch-size --memory-budget 150M --max-steps 1 --metrics-json "$tmp/auto.json" > "$tmp/auto.log"
+grep -q "batch-size finder: .* budget 150.00 MiB" "$tmp/auto.log" || { echo "FAIL: no finder line" >&2; cat "$tmp/auto.log" >&2; exit 1; }
+python3 - "$tmp/auto.json" "$tmp/auto.log" <<'PY'
+import json, re, sys
+m = json.load(open(sys.argv[1]))
+line = re.search(r"batch (\d+), predicted ([\d.]+) MiB, measured ([\d.]+) MiB, budget 150.00 MiB", open(sys.argv[2]).read())
+assert line, "no finder line"
+batch, predicted, measured = int(line[1]), float(line[2]), float(line[3])
+assert m["batch_size"] == batch > 16, (m["batch_size"], batch)
+assert measured <= 150 and abs(predicted - measured) <= 0.05 * measured, (predicted, measured)
+PY
+"$train" --threads 2 --checkpoint-activations --max-steps 2 > /dev/null
+
 expect_error() {
   local pattern=$1
   shift
@@ -42,4 +58,5 @@ expect_error "--amp must be off, bf16 or fp16, got 'fp8'" --amp fp8 --max-steps 
 expect_error "--accum must be between 1 and --batch-size" --accum 0 --max-steps 1
 expect_error "--accum must be between 1 and --batch-size" --accum 129 --max-steps 1
 expect_error "made with --amp fp16 but this run uses --amp off" --resume "$tmp/straight.safetensors" --max-steps 1
+expect_error "memory-budget" --auto-batch-size --memory-budget lots --max-steps 1
 echo "ok: fp16 with accumulation resumes exactly; bad options refused"
