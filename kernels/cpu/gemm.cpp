@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 
 namespace frugal::kernels::cpu {
@@ -124,14 +125,21 @@ void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
       if (k == 0) cm.setZero();
       for (std::int64_t k0 = 0; k0 < k; k0 += kTileK) {
         const std::int64_t kb = std::min(kTileK, k - k0);
-        for (std::int64_t i = 0; i < mb; ++i)
-          for (std::int64_t p = 0; p < kb; ++p)
-            at[i * kTileK + p] = trans_a ? static_cast<float>(a[(k0 + p) * lda + i0 + i])
-                                         : static_cast<float>(a[(i0 + i) * lda + k0 + p]);
-        for (std::int64_t p = 0; p < kb; ++p)
-          for (std::int64_t j = 0; j < nb; ++j)
-            bt[p * kTileN + j] = trans_b ? static_cast<float>(b[(j0 + j) * ldb + k0 + p])
-                                         : static_cast<float>(b[(k0 + p) * ldb + j0 + j]);
+        // Rows that are contiguous in memory widen sixteen at a time; transposed ones gather.
+        for (std::int64_t i = 0; i < mb; ++i) {
+          if (!trans_a) {
+            to_float(a + (i0 + i) * lda + k0, at + i * kTileK, kb);
+          } else {
+            for (std::int64_t p = 0; p < kb; ++p) at[i * kTileK + p] = static_cast<float>(a[(k0 + p) * lda + i0 + i]);
+          }
+        }
+        for (std::int64_t p = 0; p < kb; ++p) {
+          if (!trans_b) {
+            to_float(b + (k0 + p) * ldb + j0, bt + p * kTileN, nb);
+          } else {
+            for (std::int64_t j = 0; j < nb; ++j) bt[p * kTileN + j] = static_cast<float>(b[(j0 + j) * ldb + k0 + p]);
+          }
+        }
         ConstMap<float> am(at, mb, kb, Eigen::OuterStride<>(kTileK));
         ConstMap<float> bm(bt, kb, nb, Eigen::OuterStride<>(kTileN));
         if (k0 == 0) {

@@ -125,6 +125,9 @@ TEST_CASE("gemm in 16-bit types accumulates in float", "[gemm]") {
   check_gemm<Half>({true, false, 9, 11, 13, 0, 0.5, 1}, 2e-3, 8);
   check_gemm<BFloat16>({true, true, 70, 65, 150, 2, 1, 0}, 1e-2, 9);
   check_gemm<BFloat16>({false, false, 9, 11, 0, 0, 1, 2}, 1e-2, 10);
+  // Contiguous rows of both operands (widened sixteen at a time), ragged tile edges.
+  check_gemm<BFloat16>({false, false, 70, 67, 131, 3, 1, 0}, 1e-2, 11);
+  check_gemm<Half>({false, false, 17, 129, 19, 0, 0.5, 0}, 2e-3, 12);
 }
 
 TEST_CASE("gemm_batched matches gemm on each matrix, shared and strided operands", "[gemm]") {
