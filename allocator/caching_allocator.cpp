@@ -250,12 +250,12 @@ void CachingAllocator::free(const Allocation& allocation) {
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
-  const HotLanes released{1, bytes, static_cast<std::int64_t>(block->requested), 0, 0, 0, 0, 0};
+  const auto requested = static_cast<std::int64_t>(block->requested);
   if (block->size >= config_.max_split_size) live_.oversize_allocations.decrease(1);
   block->requested = 0;
   if (block->stream_uses != nullptr) [[unlikely]] {
     // Other streams may still read or write it: reusable once their current work is done.
-    live_.hot.apply(kind, HotLanes{}, released);
+    live_.hot.apply(kind, HotLanes{}, HotLanes{1, bytes, requested, 0, 0, 0, 0, 0});
     for (StreamId s : *block->stream_uses) {
       pending_.push_back(PendingFree{backend_->record_event(s), block});
       ++block->pending_events;
@@ -271,11 +271,11 @@ void CachingAllocator::free(const Allocation& allocation) {
   if (history_ != nullptr) [[unlikely]] {
     // The block's own address and size, before the merge; the totals, after it.
     const Block freed = *block;
-    cache_block(block, released);
+    cache_block(block, bytes, requested);
     note_block_history(HistoryAction::kFreeCompleted, &freed);
     return;
   }
-  cache_block(block, released);
+  cache_block(block, bytes, requested);
 }
 
 void CachingAllocator::record_stream(const Allocation& allocation, StreamId stream) {
@@ -307,7 +307,7 @@ void CachingAllocator::process_events(bool wait) {
       live_.pending_count.decrease(kind, 1);
       live_.pending_bytes.decrease(kind, static_cast<std::int64_t>(p.block->size));
       const Block freed = *p.block;
-      cache_block(p.block, HotLanes{});
+      cache_block(p.block, 0, 0);
       if (history_ != nullptr) note_block_history(HistoryAction::kFreeCompleted, &freed, true);
     }
   }
@@ -316,7 +316,8 @@ void CachingAllocator::process_events(bool wait) {
 // ---------------------------------------------------------------------------------------
 // The cache: merging and indexing free blocks
 
-FRUGAL_HOT void CachingAllocator::cache_block(Block* block, const HotLanes& released) {
+FRUGAL_HOT void CachingAllocator::cache_block(Block* block, std::int64_t released_bytes,
+                                              std::int64_t released_requested) {
   Unindexed gone{};
   block = merge_free_neighbours(block, gone);
   block->free_tick = tick_;
@@ -325,8 +326,9 @@ FRUGAL_HOT void CachingAllocator::cache_block(Block* block, const HotLanes& rele
   // stats, the merged block entering them.
   const HotLanes added{0, 0, 0, non_releasable != 0, non_releasable, 0, 0, 0};
   const std::int64_t gone_bytes = gone.units * std::int64_t{FreeIndex::kUnitBytes};
-  const HotLanes left{0, 0, 0, gone.blocks, gone_bytes, 0, 0, 0};
-  live_.hot.apply(block->segment->pool, added, released + left);
+  const HotLanes removed{
+      released_bytes != 0, released_bytes, released_requested, gone.blocks, gone_bytes, 0, 0, 0};
+  live_.hot.apply(block->segment->pool, added, removed);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -163,9 +163,10 @@ class CachingAllocator {
     std::int64_t blocks;
     std::int64_t units;
   };
-  // Merges with free neighbours and indexes; `released` is the free's own change to the
-  // hot stats (allocation, allocated and requested bytes), applied in the same update.
-  void cache_block(Block* block, const HotLanes& released);
+  // Merges with free neighbours and indexes; `released_bytes` and `released_requested`
+  // are the free's own change to the stats (0 for a block whose free was counted when it
+  // was requested), applied in the same update.
+  void cache_block(Block* block, std::int64_t released_bytes, std::int64_t released_requested);
   Block* merge_free_neighbours(Block* block, Unindexed& removed);
   std::size_t non_releasable_bytes(const Block* block) const;
   std::int64_t max_split_size_stat() const;

@@ -33,16 +33,11 @@ enum HotStat : int {
 // One value per hot statistic, padded to eight 64-bit lanes: a vector of the GCC/Clang
 // vector extension (one AVX-512 register, or two AVX2 ones). Built from scalars, it is
 // assembled in registers; an array would be assembled in memory, and a vector load of
-// several smaller stores waits until they reach the cache.
+// several smaller stores waits until they reach the cache. Only code works on vectors:
+// the counters are stored as plain arrays, so no class carries a vector type into code
+// that nvcc compiles (it refuses such classes in device code).
 using HotLanes = std::int64_t __attribute__((vector_size(64)));
 static_assert(kHotStats <= 8);
-
-// One lane, read through memory (nvcc's front end does not subscript vectors).
-inline std::int64_t lane(const HotLanes& v, int i) {
-  std::int64_t lanes[8];
-  std::memcpy(lanes, &v, sizeof lanes);
-  return lanes[i];
-}
 
 class HotCounters {
  public:
@@ -52,18 +47,20 @@ class HotCounters {
   void apply(PoolKind kind, const HotLanes& added, const HotLanes& removed) {
     Lanes& p = pools_[static_cast<int>(kind)];
     const HotLanes delta = added - removed;
-    const HotLanes now = p.current + delta;
-    p.current = now;
-    p.peak = now > p.peak ? now : p.peak;
-    p.allocated += added;
-    const HotLanes all = all_current_ + delta;
-    all_current_ = all;
-    all_peak_ = all > all_peak_ ? all : all_peak_;
+    const HotLanes now = load(p.current) + delta;
+    store(p.current, now);
+    const HotLanes peak = load(p.peak);
+    store(p.peak, now > peak ? now : peak);
+    store(p.allocated, load(p.allocated) + added);
+    const HotLanes all = load(all_current_) + delta;
+    store(all_current_, all);
+    const HotLanes all_peak = load(all_peak_);
+    store(all_peak_, all > all_peak ? all : all_peak);
   }
   std::int64_t current(PoolKind kind, HotStat s) const {
-    return lane(pools_[static_cast<int>(kind)].current, s);
+    return pools_[static_cast<int>(kind)].current.v[s];
   }
-  std::int64_t current_all(HotStat s) const { return lane(all_current_, s); }
+  std::int64_t current_all(HotStat s) const { return all_current_.v[s]; }
 
   void reset_peak() {
     for (Lanes& p : pools_) p.peak = p.current;
@@ -71,7 +68,7 @@ class HotCounters {
   }
   void reset_accumulated() {
     for (Lanes& p : pools_) {
-      p.allocated = HotLanes{};
+      p.allocated = Array{};
       p.current_at_reset = p.current;
     }
   }
@@ -80,22 +77,30 @@ class HotCounters {
     for (int k = 0; k < 2; ++k) {
       const Lanes& p = pools_[k];
       out.pool(static_cast<PoolKind>(k)) =
-          Stat{lane(p.current, s), lane(p.peak, s), lane(p.allocated, s),
-               lane(p.current_at_reset, s)};
+          Stat{p.current.v[s], p.peak.v[s], p.allocated.v[s], p.current_at_reset.v[s]};
     }
     const Stat& small = out.pool(PoolKind::kSmall);
     const Stat& large = out.pool(PoolKind::kLarge);
-    out.all() = Stat{lane(all_current_, s), lane(all_peak_, s), small.allocated + large.allocated,
+    out.all() = Stat{all_current_.v[s], all_peak_.v[s], small.allocated + large.allocated,
                      small.current_at_reset + large.current_at_reset};
     return out;
   }
 
  private:
+  struct alignas(64) Array {
+    std::int64_t v[8] = {};
+  };
+  static HotLanes load(const Array& a) {
+    HotLanes v;
+    std::memcpy(&v, a.v, sizeof v);  // one aligned vector load
+    return v;
+  }
+  static void store(Array& a, const HotLanes& v) { std::memcpy(a.v, &v, sizeof v); }
   struct Lanes {
-    HotLanes current{}, peak{}, allocated{}, current_at_reset{};
+    Array current, peak, allocated, current_at_reset;
   };
   Lanes pools_[2];  // indexed by PoolKind
-  HotLanes all_current_{}, all_peak_{};
+  Array all_current_, all_peak_;
 };
 
 class PoolCounter {
