@@ -94,7 +94,7 @@ int batch_size_lab(int argc, char** argv) {
     j.field("measured_peak_bytes", m);
     j.field("predicted_peak_bytes", p);
     j.field("relative_error", err);
-    report.row({std::to_string(b), bytes_text(m), bytes_text(p), percent_text(err), std::abs(err) <= 0.05 ? "yes" : "NO"},
+    report.row({std::to_string(b), bytes_text(m), bytes_text(p), number_text(100 * err, 2) + "%", std::abs(err) <= 0.05 ? "yes" : "NO"},
                j);
   }
 
@@ -126,7 +126,7 @@ int batch_size_lab(int argc, char** argv) {
     j.field("fits_budget", peak >= 0 && peak <= capped.budget);
     const double err = peak > 0 ? static_cast<double>(capped.predict(b) - peak) / static_cast<double>(peak) : 0.0;
     report.row({std::to_string(b) + " (" + label + ")", peak < 0 ? "out of memory" : bytes_text(peak),
-                bytes_text(capped.predict(b)), peak < 0 ? "-" : percent_text(err),
+                bytes_text(capped.predict(b)), peak < 0 ? "-" : number_text(100 * err, 2) + "%",
                 peak >= 0 && peak <= capped.budget ? "fits" : "does not fit"},
                j);
   }

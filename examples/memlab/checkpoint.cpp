@@ -38,7 +38,11 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::string signed_percent(double fraction) { return (fraction >= 0 ? "+" : "") + percent_text(fraction); }
+std::string signed_percent(double fraction) {
+  std::string text = percent_text(fraction);
+  if (fraction >= 0) text.insert(text.begin(), '+');
+  return text;
+}
 
 }  // namespace
 
@@ -52,7 +56,7 @@ int checkpoint_lab(int argc, char** argv) {
   cli.option("size", "S", "input height and width", "32");
   cli.option("batch-size", "N", "images", "8");
   cli.option("segments", "K", "checkpointed segments", "4");
-  cli.option("repeats", "N", "alternating timed steps per configuration", "5");
+  cli.option("repeats", "N", "alternating timed steps per configuration", "9");
   add_common_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   apply_common_options(cli);

@@ -29,8 +29,14 @@ void Report::print(bool json, double seconds) const {
     out.field("title", title_);
     out.field("seconds", seconds);
     std::string rows, notes;
-    for (const auto& r : rows_json_) rows += (rows.empty() ? "" : ",") + r;
-    for (const auto& n : notes_) notes += (notes.empty() ? "" : ",") + JsonWriter::quote(n);
+    for (const auto& r : rows_json_) {
+      if (!rows.empty()) rows += ',';
+      rows += r;
+    }
+    for (const auto& n : notes_) {
+      if (!notes.empty()) notes += ',';
+      notes += JsonWriter::quote(n);
+    }
     out.raw("rows", "[" + rows + "]");
     out.raw("notes", "[" + notes + "]");
     out.raw("figures", figures_.str());

@@ -40,7 +40,7 @@ run accumulate --batch-size 64
 expect accumulate 'f["within_1e-5"] and f["accumulated_peak_bytes"] < f["whole_peak_bytes"] and f["accumulated_peak_bytes"] <= 1.05 * f["micro_batch_peak_bytes"]'
 run empty-cache --mib 8 --repeats 3 --model mlp
 expect empty-cache 'f["reserved_after_bytes"] < f["reserved_before_bytes"] and f["allocated_unchanged"] and f["fresh_new_segments"] == 3 and f["cached_new_segments"] == 0'
-run amp --batch-size 16 --steps 5 --test 100
+run amp --batch-size 16 --steps 4 --test 100
 expect amp 'f["bf16_peak_bytes"] < f["fp32_peak_bytes"] and f["fp16_peak_bytes"] < f["fp32_peak_bytes"] and all(0 <= f[k + "_test_accuracy"] <= 1 for k in ("fp32", "bf16", "fp16"))'
 run loader --count 128 --epochs 1 --dir "$tmp/images"
 expect loader 'f["all_pixels_match"] and len(j["rows"]) == 8 and all(r["images_per_sec"] > 0 for r in j["rows"])'
