@@ -3,7 +3,8 @@
 # ends with exactly the weights, optimizer state and loss scale of a 4-step run (the scaler's
 # state travels in the checkpoint); the metrics name the mode; bad --amp/--accum values and a
 # resume under another --amp are clear errors; --auto-batch-size keeps the step within its
-# --memory-budget; --checkpoint-activations trains. Exits 77 (skipped) without the data set.
+# --memory-budget; --checkpoint-activations trains; --memory-report writes the timeline. Exits 77
+# (skipped) without the data set.
 #   train_amp.sh FRUGAL_TRAIN
 set -euo pipefail
 train=$1
@@ -39,7 +40,9 @@ batch, predicted, measured = int(line[1]), float(line[2]), float(line[3])
 assert m["batch_size"] == batch > 16, (m["batch_size"], batch)
 assert measured <= 150 and abs(predicted - measured) <= 0.05 * measured, (predicted, measured)
 PY
-"$train" --threads 2 --checkpoint-activations --max-steps 2 > /dev/null
+"$train" --threads 2 --checkpoint-activations --max-steps 2 --memory-report "$tmp/memory.html" > /dev/null
+# The memory timeline: one page, its events tagged with the ops that caused them.
+grep -q "conv2d backward" "$tmp/memory.html" || { echo "FAIL: the memory report names no op" >&2; exit 1; }
 
 expect_error() {
   local pattern=$1
