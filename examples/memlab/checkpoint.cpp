@@ -54,7 +54,7 @@ int checkpoint_lab(int argc, char** argv) {
   cli.option("blocks", "N", "conv 3x3 + BN-ReLU blocks", "20");
   cli.option("channels", "C", "channels of each block", "16");
   cli.option("size", "S", "input height and width", "32");
-  cli.option("batch-size", "N", "images", "8");
+  cli.option("batch-size", "N", "images", "16");
   cli.option("segments", "K", "checkpointed segments", "4");
   cli.option("repeats", "N", "alternating timed steps per configuration", "9");
   add_common_options(cli);
