@@ -173,7 +173,8 @@ int loader_lab(int argc, char** argv) {
               "memory; pinned buffers come from the pinned caching allocator (mlock'd on a CPU-only machine)");
   report.note("same pixels: every image once per epoch, and the sum of the normalised pixels equals the source's "
               "(within 1e-6 per pixel: float against double normalisation)");
-  report.note("images/s is wall clock on a shared machine: compare rows within this run only");
+  report.note("images/s is wall clock on a shared machine: compare rows within this run only; at this size a shard "
+              "epoch lasts about a millisecond, so the shard rows are mostly noise (bench/loader.sh has steadier figures)");
   report.figures().field("images", set.size());
   report.figures().field("all_pixels_match", all_match);
   report.figures().field("rss_start_bytes", rss_start);
