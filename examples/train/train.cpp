@@ -22,6 +22,7 @@
 #include "common/progress.h"
 #include "data/loader.h"
 #include "data/mnist.h"
+#include "examples/train/data_source.h"
 #include "examples/train/checkpoint.h"
 #include "examples/train/monitoring.h"
 #include "examples/train/step.h"
@@ -49,22 +50,20 @@ Tensor to_device(const Tensor& t, Device device) {
   return t.pin_memory().to(device, /*non_blocking=*/true);
 }
 
-// Accuracy on a dataset, in evaluation mode and without autograd.
-double evaluate(nn::Module& model, const data::MnistDataset& set, std::int64_t batch_size, Device device,
+// Accuracy on the test set, in evaluation mode and without autograd.
+double evaluate(nn::Module& model, train::DataSource& source, std::int64_t batch_size, Device device,
                 const train::AmpMode& amp) {
   model.eval();
   InferenceMode no_graph;
   AutocastGuard autocast(device.type(), amp.dtype, amp.enabled());  // as in training
-  std::int64_t correct = 0;
-  for (std::int64_t start = 0; start < set.size(); start += batch_size) {
-    const std::int64_t n = std::min(batch_size, set.size() - start);
-    const Tensor logits = model.forward(to_device(set.images(start, n), device));
-    correct += eq(argmax(logits, 1), to_device(set.labels.narrow(0, start, n), device))
-                   .sum()
-                   .item<std::int64_t>();
-  }
+  std::int64_t correct = 0, seen = 0;
+  source.for_each_test_batch(batch_size, [&](const data::Batch& batch) {
+    const Tensor logits = model.forward(to_device(batch.data, device));
+    correct += eq(argmax(logits, 1), to_device(batch.target, device)).sum().item<std::int64_t>();
+    seen += batch.target.size(0);
+  });
   model.train();
-  return static_cast<double>(correct) / static_cast<double>(set.size());
+  return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& parameters, double lr,
@@ -114,7 +113,14 @@ int run(int argc, char** argv) {
              "allocator's limit)");
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
-  cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
+  cli.option("data", "DIR",
+             "Fashion-MNIST idx files, or train/ and test/ ImageFolder trees or .frs shards, or train-*.frs and\n"
+             "test-*.frs shards (docs/data.md)",
+             data::kDefaultFashionMnistDir);
+  cli.option("workers", "N", "data loader threads decoding and augmenting (0: on the training thread)", "0");
+  cli.option("prefetch", "N", "batches the data loader makes ahead, at most", "2");
+  cli.flag("pin-memory", "make batches in pinned memory (for non_blocking copies to a GPU)");
+  cli.flag("skip-bad", "leave out damaged images (logged and counted) instead of stopping");
   cli.option("max-steps", "N", "stop after N training steps in all (quick runs)");
   cli.option("save", "PATH", "write a checkpoint after every epoch and at the end");
   cli.option("resume", "PATH", "continue from a checkpoint written by --save");
@@ -144,8 +150,10 @@ int run(int argc, char** argv) {
   if (cli.has("memory-report")) allocator.record_history(200000);
   const Device device = resolve_device(requested);
 
-  const data::MnistDataset train_set = data::load_mnist(cli.get("data"), data::Split::Train);
-  const data::MnistDataset test_set = data::load_mnist(cli.get("data"), data::Split::Test);
+  const auto source = train::DataSource::open({.path = cli.get("data"), .batch_size = batch_size, .seed = seed,
+                                               .workers = static_cast<int>(cli.get_int("workers")),
+                                               .prefetch = static_cast<int>(cli.get_int("prefetch")),
+                                               .pin_memory = cli.has("pin-memory"), .skip_bad = cli.has("skip-bad")});
 
   manual_seed(seed);
   std::shared_ptr<nn::Sequential> model = nn::make_model(model_name);
@@ -206,14 +214,7 @@ int run(int argc, char** argv) {
                  static_cast<long long>(state.epoch + 1), static_cast<long long>(state.step_in_epoch));
   }
 
-  data::DataLoaderOptions loader_options;
-  loader_options.batch_size = batch_size;
-  loader_options.shuffle = true;
-  loader_options.seed = seed;
-  // The data set stays uint8 in memory; each batch is normalised to float32 as it is made.
-  loader_options.transform = [&train_set](const Tensor& pixels) { return train_set.normalize(pixels); };
-  data::InMemoryLoader loader(train_set.pixels, train_set.labels, loader_options);
-  const auto schedule = make_schedule(state.lr_schedule, *optimizer, epochs * loader.num_batches());
+  const auto schedule = make_schedule(state.lr_schedule, *optimizer, epochs * source->num_batches());
   if (schedule) schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
 
   std::printf("frugal-train: %s on %s, %lld parameters, %s lr %g (%s), batch %lld%s, amp %s, %d threads, %lld "
@@ -222,7 +223,9 @@ int run(int argc, char** argv) {
               optimizer_name.c_str(), lr, state.lr_schedule.c_str(), static_cast<long long>(batch_size),
               accum > 1 ? (" in " + std::to_string(accum) + " micro-batches").c_str() : "", amp.name.c_str(),
               kernels::cpu::get_num_threads(),
-              static_cast<long long>(train_set.size()), static_cast<long long>(test_set.size()));
+              static_cast<long long>(source->train_size()), static_cast<long long>(source->test_size()));
+  std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(), source->kind().c_str(),
+              cli.get_int("workers"), cli.has("pin-memory") ? ", pinned batches" : "");
   // TensorBoard scalars per step (--tensorboard), host memory and the leak watch per epoch.
   const auto training_monitor = train::make_training_monitor(cli, device, allocator, state.epoch);
   std::vector<EpochResult> results;
@@ -240,8 +243,8 @@ int run(int argc, char** argv) {
   };
 
   while (state.epoch < epochs) {
-    loader.set_epoch(state.epoch);
-    const std::int64_t batches = loader.num_batches();
+    source->set_epoch(state.epoch);
+    const std::int64_t batches = source->num_batches();
     ProgressBar bar("epoch " + std::to_string(state.epoch + 1) + "/" + std::to_string(epochs),
                     static_cast<std::uint64_t>(batches));
     double loss_sum = 0;
@@ -252,7 +255,7 @@ int run(int argc, char** argv) {
         stopped_early = true;
         break;
       }
-      const data::Batch batch = loader.batch(b);
+      const data::Batch batch = source->batch(b);
       const train::StepResult r = train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
                                                     to_device(batch.target, device), accum);
       if (schedule) schedule->step();
@@ -281,7 +284,7 @@ int run(int argc, char** argv) {
     train_seconds += epoch_seconds;
     train_images += seen;
     if (seen == 0) break;
-    test_accuracy = evaluate(*model, test_set, batch_size, device, amp);
+    test_accuracy = evaluate(*model, *source, batch_size, device, amp);
     const EpochResult r{state.epoch + 1, loss_sum / static_cast<double>(seen),
                         static_cast<double>(correct) / static_cast<double>(seen), test_accuracy,
                         static_cast<double>(seen) / epoch_seconds};
@@ -325,6 +328,9 @@ int run(int argc, char** argv) {
     j.field("skipped_steps", skipped_steps);
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
+    j.field("data", source->kind());
+    j.field("workers", static_cast<std::int64_t>(cli.get_int("workers")));
+    j.field("skipped_samples", source->skipped());
     j.field("test_accuracy", test_accuracy);
     j.field("train_images_per_sec", images_per_sec);
     j.field("peak_allocated_bytes", stats.allocated_bytes.all().peak);
