@@ -86,7 +86,8 @@ int run(int argc, char** argv) {
       j.field("activation_fraction", frac(r.activations, base.activations));
       j.field("peak_fraction", frac(r.peak, base.peak));
       j.field("step_fraction", frac(r.peak - r.before, base.peak - base.before));
-      items += (items.empty() ? "" : ",") + j.str();
+      if (!items.empty()) items += ',';
+      items += j.str();
     }
     JsonWriter out;
     out.field("model", model);
