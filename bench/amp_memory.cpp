@@ -3,7 +3,6 @@
 // bytes the graph holds for backward once forward and loss are done (the activations), and
 // each as a fraction of float32's. Memory, unlike time, does not depend on the machine's load.
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "common/cli.h"
 #include "common/format.h"
 #include "common/json_writer.h"
+#include "examples/train/step.h"
 #include "nn/nn.h"
 
 using namespace frugal;
@@ -29,17 +29,15 @@ struct StepMemory {
 
 // One SGD step of `model_name` at `batch` under --amp `amp`, after a warm-up step (so the
 // momentum buffers exist, as in every step but the first).
-StepMemory measure(const std::string& model_name, std::int64_t batch, const std::string& amp) {
-  const std::optional<ScalarType> dtype =
-      amp == "off" ? std::nullopt : std::optional<ScalarType>(amp == "bf16" ? kBFloat16 : kFloat16);
+StepMemory measure(const std::string& model_name, std::int64_t batch, const train::AmpMode& amp) {
   manual_seed(0);
   auto model = nn::make_model(model_name);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp == "fp16"});
+  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
   const Tensor x = randn({batch, 1, 28, 28});
   const Tensor y = randint(0, 10, {batch});
   StepMemory m;
-  m.amp = amp;
+  m.amp = amp.name;
   for (int step = 0; step < 2; ++step) {
     sgd.zero_grad();
     const bool timed = step == 1;
@@ -49,7 +47,7 @@ StepMemory measure(const std::string& model_name, std::int64_t batch, const std:
     }
     Tensor loss;
     {
-      AutocastGuard autocast(kCPU, dtype, dtype.has_value());
+      AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
       loss = cross_entropy(model->forward(x), y);
     }
     if (timed) m.activations = allocated_now() - m.before;
@@ -72,7 +70,7 @@ int run(int argc, char** argv) {
   const std::string model = cli.get("model");
   const std::int64_t batch = cli.get_int("batch-size");
   std::vector<StepMemory> rows;
-  for (const char* amp : {"off", "bf16", "fp16"}) rows.push_back(measure(model, batch, amp));
+  for (const char* amp : {"off", "bf16", "fp16"}) rows.push_back(measure(model, batch, train::parse_amp(amp)));
   const StepMemory& base = rows.front();
   auto frac = [](std::int64_t a, std::int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
   if (cli.has("json")) {

@@ -4,16 +4,15 @@
 #include <sys/resource.h>
 
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "allocator/default_allocators.h"
 #include "bench/bench_timing.h"
 #include "common/cli.h"
-#include "common/error.h"
 #include "common/json_writer.h"
 #include "data/mnist.h"
+#include "examples/train/step.h"
 #include "kernels/cpu/parallel.h"
 #include "nn/nn.h"
 
@@ -46,12 +45,9 @@ int run(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   const std::int64_t batch = cli.get_int("batch-size");
-  const std::string amp = cli.get("amp");
-  FRUGAL_CHECK(amp == "off" || amp == "bf16" || amp == "fp16", "--amp must be off, bf16 or fp16, got '" + amp + "'");
-  const std::optional<ScalarType> amp_dtype =
-      amp == "off" ? std::nullopt : std::optional<ScalarType>(amp == "bf16" ? kBFloat16 : kFloat16);
+  const train::AmpMode amp = train::parse_amp(cli.get("amp"));
   // float16 steps through a GradScaler, as frugal-train does; bf16 and float32 step plainly.
-  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp == "fp16"});
+  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
   const data::MnistDataset train = data::load_mnist(cli.get("data"), data::Split::Train);
   manual_seed(0);
   auto model = nn::make_model(cli.get("model"));
@@ -61,7 +57,7 @@ int run(int argc, char** argv) {
     sgd.zero_grad();
     Tensor loss;
     {
-      AutocastGuard autocast(kCPU, amp_dtype, amp_dtype.has_value());
+      AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
       loss = cross_entropy(model->forward(x), y);
     }
     scaler.scale(loss).backward();
@@ -72,7 +68,7 @@ int run(int argc, char** argv) {
   const Tensor xi = train.images(0, 512);
   const double infer_rate = median_rate(512, [&] {
     InferenceMode guard;
-    AutocastGuard autocast(kCPU, amp_dtype, amp_dtype.has_value());
+    AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
     Tensor out = model->forward(xi);
   });
   rusage usage{};
@@ -81,7 +77,7 @@ int run(int argc, char** argv) {
   if (cli.has("json")) {
     JsonWriter j;
     j.field("model", cli.get("model"));
-    j.field("amp", amp);
+    j.field("amp", amp.name);
     j.field("train_images_per_sec", train_rate);
     j.field("inference_images_per_sec", infer_rate);
     j.field("peak_allocated_bytes", stats.allocated_bytes.all().peak);
