@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -119,5 +120,9 @@ struct compute_type<BFloat16> {
 };
 template <class T>
 using compute_t = typename compute_type<T>::type;
+
+// Whether T is one of the two 16-bit floating-point types (stored in 16 bits, computed in float).
+template <class T>
+inline constexpr bool is_16bit_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 }  // namespace frugal

@@ -53,7 +53,7 @@ inline void narrow16(__m512 f, Half* dst, __mmask16 m) {
 template <class T>
 inline void to_float(const T* src, float* dst, std::int64_t n) {
 #if FRUGAL_CONVERT_AVX512
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+  if constexpr (is_16bit_float_v<T>) {
     for (std::int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = convert_detail::tail_mask(n - i);
       _mm512_mask_storeu_ps(dst + i, m, convert_detail::widen16(src + i, m));
@@ -69,7 +69,7 @@ inline void to_float(const T* src, float* dst, std::int64_t n) {
 template <class T>
 inline void from_float(const float* src, T* dst, std::int64_t n, float add = 0.0f) {
 #if FRUGAL_CONVERT_AVX512
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+  if constexpr (is_16bit_float_v<T>) {
     const __m512 a = _mm512_set1_ps(add);
     for (std::int64_t i = 0; i < n; i += 16) {
       const __mmask16 m = convert_detail::tail_mask(n - i);

@@ -25,8 +25,6 @@ T load(const char* p) {
 // Contiguous 16-bit runs go through float buffers of kChunk elements, converted 16 at a time
 // (kernels/cpu/convert.h), so that the op itself runs on float vectors: element by element,
 // each conversion would cost more than the op.
-template <class T>
-constexpr bool kWidened = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 constexpr std::int64_t kChunk = 256;
 
 template <class T, class F>
@@ -37,7 +35,7 @@ void run_unary(const StridedLoop& loop, F f) {
     if (s[0] == e && s[1] == e) {
       T* out = reinterpret_cast<T*>(p[0]);
       const T* in = reinterpret_cast<const T*>(p[1]);
-      if constexpr (kWidened<T>) {
+      if constexpr (is_16bit_float_v<T>) {
         alignas(64) float x[kChunk], y[kChunk];
         for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
           const std::int64_t len = std::min(kChunk, n - i0);
@@ -65,7 +63,7 @@ void run_binary(const StridedLoop& loop, F f) {
     const T* a = reinterpret_cast<const T*>(p[1]);
     const T* b = reinterpret_cast<const T*>(p[2]);
     if (s[0] == e && s[1] == e && s[2] == e) {
-      if constexpr (kWidened<T>) {
+      if constexpr (is_16bit_float_v<T>) {
         alignas(64) float x[kChunk], y[kChunk], z[kChunk];
         for (std::int64_t i0 = 0; i0 < n; i0 += kChunk) {
           const std::int64_t len = std::min(kChunk, n - i0);
@@ -262,10 +260,10 @@ void cast(const StridedLoop& loop) {
       const Src* in = reinterpret_cast<const Src*>(p[1]);
       // The casts autocast makes (weights and activations to 16 bits, gradients back): whole
       // vectors at a time.
-      if constexpr (std::is_same_v<Src, float> && kWidened<Dst>) {
+      if constexpr (std::is_same_v<Src, float> && is_16bit_float_v<Dst>) {
         from_float(in, out, n);
         return;
-      } else if constexpr (kWidened<Src> && std::is_same_v<Dst, float>) {
+      } else if constexpr (is_16bit_float_v<Src> && std::is_same_v<Dst, float>) {
         to_float(in, out, n);
         return;
       }
