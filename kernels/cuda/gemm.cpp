@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/handles.h"
 
 namespace frugal::kernels::cuda {
@@ -78,7 +79,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   const auto beta_s = static_cast<typename Ty::Scalar>(beta);
   // With k == 0 cuBLAS sets C = beta * C, and with beta == 0 it writes C without reading it,
   // both as the CPU reference does.
-  FRUGAL_CUBLAS_CHECK(cublasGemmEx_64(cublas_handle(), op(trans_b), op(trans_a), n, m, k,
+  FRUGAL_CUBLAS_CHECK(cublas().gemm_ex(cublas_handle(), op(trans_b), op(trans_a), n, m, k,
                                       &alpha_s, b, Ty::data, ld(ldb), a, Ty::data, ld(lda),
                                       &beta_s, c, Ty::data, ld(ldc), Ty::compute,
                                       CUBLAS_GEMM_DEFAULT));
@@ -99,7 +100,7 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
   using Ty = Types<T>;
   const auto alpha_s = static_cast<typename Ty::Scalar>(alpha);
   const auto beta_s = static_cast<typename Ty::Scalar>(beta);
-  FRUGAL_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+  FRUGAL_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
       cublas_handle(), op(trans_b), op(trans_a), n, m, k, &alpha_s, b, Ty::data, ld(ldb),
       static_cast<long long>(stride_b), a, Ty::data, ld(lda), static_cast<long long>(stride_a),
       &beta_s, c, Ty::data, ld(ldc), static_cast<long long>(stride_c), batch, Ty::compute,

@@ -2,7 +2,6 @@
 // cuBLAS's workspace comes from frugal's CUDA caching allocator so it appears in the stats.
 #include "kernels/cuda/handles.h"
 
-#include <cublas_v2.h>
 #include <cudnn.h>
 
 #include <array>
@@ -17,6 +16,7 @@
 #include "allocator/default_allocators.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/stream.h"
 
 namespace frugal::kernels::cuda {
@@ -25,7 +25,7 @@ namespace detail {
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
   throw Error(std::string("cuBLAS call failed: ") + call + ": " +
-              cublasGetStatusString(static_cast<cublasStatus_t>(status)) + " (status " +
+              cublas().get_status_string(static_cast<cublasStatus_t>(status)) + " (status " +
               std::to_string(status) + ") at " + file + ":" + std::to_string(line));
 }
 
@@ -106,14 +106,14 @@ CublasEntry* acquire_cublas(int device) {
     }
   }
   auto entry = std::make_unique<CublasEntry>();
-  FRUGAL_CUBLAS_CHECK(cublasCreate(&entry->handle));
+  FRUGAL_CUBLAS_CHECK(cublas().create(&entry->handle));
   // 16-bit products reduce in float, as the CPU reference does (rounded once at the end),
   // rather than through split-K partial sums stored in the output's precision.
-  const cublasStatus_t math = cublasSetMathMode(
+  const cublasStatus_t math = cublas().set_math_mode(
       entry->handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   if (math != CUBLAS_STATUS_SUCCESS) {
-    cublasDestroy(entry->handle);
+    cublas().destroy(entry->handle);
     FRUGAL_CUBLAS_CHECK(math);
   }
   return entry.release();
@@ -141,7 +141,7 @@ cublasContext* cublas_handle() {
   CublasEntry*& entry = thread_handles().cublas[device];
   if (entry == nullptr) entry = acquire_cublas(device);
   const StreamId stream = current_stream();
-  FRUGAL_CUBLAS_CHECK(cublasSetStream(entry->handle, reinterpret_cast<cudaStream_t>(stream)));
+  FRUGAL_CUBLAS_CHECK(cublas().set_stream(entry->handle, reinterpret_cast<cudaStream_t>(stream)));
   auto it = entry->workspaces.find(stream);
   if (it == entry->workspaces.end()) {
     // Allocated on the stream it serves, so the caching allocator orders its reuse there. It
@@ -151,7 +151,7 @@ cublasContext* cublas_handle() {
     it = entry->workspaces.emplace(stream, ws).first;
   }
   // cublasSetStream resets the workspace to cuBLAS's own, so this comes after it every time.
-  FRUGAL_CUBLAS_CHECK(cublasSetWorkspace(entry->handle, it->second.ptr, it->second.size));
+  FRUGAL_CUBLAS_CHECK(cublas().set_workspace(entry->handle, it->second.ptr, it->second.size));
   return entry->handle;
 }
 
