@@ -2,10 +2,10 @@
 # The checks that need an NVIDIA GPU, as one command for a machine without network: builds
 # frugal there with CUDA (the Debian headers and Fashion-MNIST come from DEPS, made by
 # pack-gpu-deps.sh), runs the CUDA tests, trains cnn and mobilenet for STEPS steps with
-# frugal-train --device cuda and, where python3 has torch, the PyTorch reference on the same
-# GPU, and times malloc+free pairs on the GPU through frugal's caching allocator against
-# cudaMalloc/cudaFree and cudaMallocAsync; prints one short table at the end. Logs and JSON
-# go to $OUT (or /tmp/gpu-check).
+# frugal-train --device cuda (cnn with --amp fp16 too) and, where python3 has torch, the PyTorch
+# reference on the same GPU, and times malloc+free pairs on the GPU through frugal's caching
+# allocator against cudaMalloc/cudaFree and cudaMallocAsync; prints one short table at the end.
+# Logs and JSON go to $OUT (or /tmp/gpu-check).
 #   bash scripts/gpu-check.sh DEPS [STEPS]      (STEPS: default 300)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,24 +17,44 @@ start=$(date +%s)
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+echo "frugal $(git rev-parse --short HEAD 2>/dev/null || echo '(no git)')" | tee -a "$out/gpu.txt"
+# cuDNN may come as PyTorch's nvidia-cudnn wheel; its library loads its engines from its folder.
+cudnn_wheel=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+[ -n "$cudnn_wheel" ] && export LD_LIBRARY_PATH="$cudnn_wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+stage() { echo "== $1 ($(( $(date +%s) - start )) s)"; }
+stage configure
 cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFRUGAL_CUDA=ON \
   -DCMAKE_PREFIX_PATH="$deps" -DZLIB_INCLUDE_DIR="$deps/include" -DZLIB_LIBRARY="$deps/lib/libz.a" \
-  > "$out/configure.log"
-cmake --build build-gpu --parallel "$(nproc)" > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+grep "frugal:" "$out/configure.log" || true
+stage build
+# Only what this script runs: the CUDA tests, frugal-train and the allocator benchmark.
+cmake --build build-gpu --parallel "$(nproc)" --target cuda_tests frugal-train frugal-alloc-bench \
+  > "$out/build.log" 2>&1 || { grep -m20 -A5 "error" "$out/build.log"; tail -20 "$out/build.log"; exit 1; }
+stage "CUDA tests"
 set +e
-ctest --test-dir build-gpu -R '^cuda/' --output-on-failure > "$out/cuda-tests.log" 2>&1
+# A hung kernel must not eat the machine's time: each test gets two minutes.
+ctest --test-dir build-gpu -R '^cuda/' --output-on-failure --timeout 120 --parallel 4 \
+  > "$out/cuda-tests.log" 2>&1
 tests_rc=$?
 set -e
-./build-gpu/tools/frugal-alloc-bench --threads 1 --pairs 100000 --only cuda --json > "$out/alloc-bench.json"
+grep -E "tests passed|\*\*\*Failed|\*\*\*Timeout|Exception" "$out/cuda-tests.log" | head -40 || true
+stage "allocator benchmark"
+./build-gpu/tools/frugal-alloc-bench --threads 1 --pairs 100000 --only cuda --json > "$out/alloc-bench.json" ||
+  echo "frugal-alloc-bench failed"
 # Training on the GPU, frugal and PyTorch alternating, the same models, data and step count.
-for model in cnn mobilenet; do
-  ./build-gpu/examples/frugal-train --device cuda --model "$model" --epochs 1 --max-steps "$steps" \
-    --data "$deps/fashion-mnist" --metrics-json "$out/train-$model.json" > "$out/train-$model.log" 2>&1 ||
-    tail -5 "$out/train-$model.log"
-  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    python3 bench/torch/train.py --device cuda --model "$model" --max-steps "$steps" \
-      --data "$deps/fashion-mnist" > "$out/torch-$model.json" 2> "$out/torch-$model.log" ||
-      tail -5 "$out/torch-$model.log"
+have_torch=0
+python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && have_torch=1
+for run in cnn:off mobilenet:off cnn:fp16; do
+  model=${run%%:*} amp=${run##*:}
+  stage "train $model amp $amp"
+  ./build-gpu/examples/frugal-train --device cuda --model "$model" --amp "$amp" --epochs 1 \
+    --max-steps "$steps" --data "$deps/fashion-mnist" --metrics-json "$out/train-$model-$amp.json" \
+    > "$out/train-$model-$amp.log" 2>&1 || tail -5 "$out/train-$model-$amp.log"
+  if [ "$have_torch" = 1 ]; then
+    python3 bench/torch/train.py --device cuda --model "$model" --amp "$amp" --max-steps "$steps" \
+      --data "$deps/fashion-mnist" > "$out/torch-$model-$amp.json" 2> "$out/torch-$model-$amp.log" ||
+      tail -5 "$out/torch-$model-$amp.log"
   fi
 done
 python3 - "$out" "$tests_rc" "$(( $(date +%s) - start ))" <<'PY'
@@ -42,29 +62,29 @@ import json, os, re, sys
 out, rc, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 log = open(f"{out}/cuda-tests.log").read()
 summary = re.search(r"\d+% tests passed.*", log)
-print()
-print(f"GPU: {open(f'{out}/gpu.txt').read().strip()}")
-print(f"CUDA tests: {summary.group(0) if summary else 'no summary'} (ctest exit {rc})")
-print("| allocator | back to back ns/pair | on its own ns | free random + malloc ns |")
-print("|---|---|---|---|")
-for r in json.load(open(f"{out}/alloc-bench.json"))["results"]:
-    print(f"| {r['subject']} | {r['back_to_back_median_ns']:.0f} | {r['median_ns']:.0f} | "
-          f"{r['replace_median_ns']:.0f} |")
 def load(name):
     path = f"{out}/{name}"
     try:
         return json.load(open(path)) if os.path.getsize(path) else None
     except (OSError, ValueError):
         return None
-print("| model | frugal train img/s | PyTorch train img/s | frugal / PyTorch | frugal peak allocated |")
-print("|---|---|---|---|---|")
-for model in ("cnn", "mobilenet"):
-    f, t = load(f"train-{model}.json"), load(f"torch-{model}.json")
-    fr = f["train_images_per_sec"] if f else None
+print()
+print(f"GPU: {open(f'{out}/gpu.txt').read().strip()}")
+print(f"CUDA tests: {summary.group(0) if summary else 'no summary'} (ctest exit {rc})")
+print("| allocator | back to back ns/pair | on its own ns | free random + malloc ns |")
+print("|---|---|---|---|")
+for r in (load("alloc-bench.json") or {"results": []})["results"]:
+    print(f"| {r['subject']} | {r['back_to_back_median_ns']:.0f} | {r['median_ns']:.0f} | "
+          f"{r['replace_median_ns']:.0f} |")
+print("| model | amp | frugal train img/s | PyTorch train img/s | frugal / PyTorch | frugal peak allocated | PyTorch peak allocated |")
+print("|---|---|---|---|---|---|---|")
+for model, amp in (("cnn", "off"), ("mobilenet", "off"), ("cnn", "fp16")):
+    f, t = load(f"train-{model}-{amp}.json"), load(f"torch-{model}-{amp}.json")
+    fr = f.get("train_images_per_sec") if f else None
     tr = t.get("loop_images_per_sec") if t else None
     ratio = f"{fr / tr:.2f}" if fr and tr else "-"
-    peak = f"{f['peak_allocated_bytes'] / 2**20:.0f} MiB" if f else "-"
-    print(f"| {model} | {fr or 0:.0f} | {tr or 0:.0f} | {ratio} | {peak} |")
+    mib = lambda d: f"{d['peak_allocated_bytes'] / 2**20:.0f} MiB" if d and "peak_allocated_bytes" in d else "-"
+    print(f"| {model} | {amp} | {fr or 0:.0f} | {tr or 0:.0f} | {ratio} | {mib(f)} | {mib(t)} |")
 print(f"gpu-check: {seconds} s")
 PY
 exit "$tests_rc"

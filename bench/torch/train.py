@@ -128,7 +128,7 @@ def main():
     # Loss scaling where float16 needs it and this PyTorch has a scaler for the device.
     scaler = None
     if args.amp == "fp16" and device.type == "cuda":
-        scaler = torch.cuda.amp.GradScaler()
+        scaler = torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     if args.bench:
         b = args.batch_size
         xb, yb = x_train[:b].contiguous().to(device), y_train[:b].contiguous().to(device)
@@ -174,6 +174,8 @@ def main():
     if steps:
         result["loop_images_per_sec"] = loop_images / (time.perf_counter() - loop_start)
     result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if device.type == "cuda":  # the caching allocator's peak, as frugal's peak_allocated_bytes
+        result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
     print(json.dumps(result))
 
 
