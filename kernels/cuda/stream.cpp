@@ -37,9 +37,19 @@ void set_device(int device) {
   FRUGAL_CUDA_CHECK(cudaSetDevice(device));
 }
 
-StreamId current_stream() { return current_streams[current_device()]; }
+// The runtime may report a device past frugal's table (a machine with more than kMaxDevices
+// GPUs, or cudaSetDevice called by other code): an error, not a write past the array.
+StreamId current_stream() {
+  const int device = current_device();
+  check_device(device);
+  return current_streams[device];
+}
 
-void set_current_stream(StreamId stream) { current_streams[current_device()] = stream; }
+void set_current_stream(StreamId stream) {
+  const int device = current_device();
+  check_device(device);
+  current_streams[device] = stream;
+}
 
 StreamId copy_stream(int device) {
   check_device(device);
@@ -61,14 +71,21 @@ DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  // A destructor must not throw; restoring a device that was valid a moment ago cannot fail
-  // short of a lost context, which the next checked call reports.
-  if (current_device() != previous_) cudaSetDevice(previous_);
+  // A destructor must not throw, and it also runs while an exception unwinds, typically after
+  // a kernel fault, when runtime calls may return that sticky error (cudaGetDevice's manual
+  // says it may): a checked current_device() here would then throw during unwinding and
+  // std::terminate the process. So the calls are unchecked; the next checked call reports it.
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess || device != previous_) (void)cudaSetDevice(previous_);
 }
 
-StreamGuard::StreamGuard(StreamId stream) : previous_(current_stream()) { set_current_stream(stream); }
+StreamGuard::StreamGuard(StreamId stream) : device_(current_device()), previous_(current_stream()) {
+  set_current_stream(stream);
+}
 
-StreamGuard::~StreamGuard() { current_streams[current_device()] = previous_; }
+// No CUDA call here (see ~DeviceGuard): the stream is restored on the device the guard was
+// made on, even if the current device changed in between.
+StreamGuard::~StreamGuard() { current_streams[device_] = previous_; }
 
 void synchronize_stream(StreamId stream) { FRUGAL_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); }
 

@@ -44,6 +44,7 @@ class StreamGuard {
   StreamGuard& operator=(const StreamGuard&) = delete;
 
  private:
+  int device_;
   StreamId previous_;
 };
 
