@@ -18,22 +18,30 @@ DeviceGuard::~DeviceGuard() {
 }
 
 CudaEventPool::~CudaEventPool() {
-  for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
+  for (auto& [device, events] : free_)
+    for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
 }
 
 EventHandle CudaEventPool::record(StreamId stream) {
+  int device = device_;
+  if (device == kCurrentDevice) FRUGAL_CUDA_CHECK(cudaGetDevice(&device));
   cudaEvent_t event = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!free_.empty()) {
-      event = free_.back();
-      free_.pop_back();
+    std::vector<cudaEvent_t>& free = free_[device];
+    if (!free.empty()) {
+      event = free.back();
+      free.pop_back();
     }
   }
-  DeviceGuard guard(device_);
+  DeviceGuard guard(device);
   // Timing off: such events are cheaper to record and to query.
   if (event == nullptr) FRUGAL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   FRUGAL_CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
+  if (device_ == kCurrentDevice) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device_of_[event] = device;
+  }
   return event;
 }
 
@@ -50,8 +58,16 @@ bool CudaEventPool::completed(EventHandle handle) {
 void CudaEventPool::wait(EventHandle handle) { FRUGAL_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle))); }
 
 void CudaEventPool::destroy(EventHandle handle) {
+  const auto event = static_cast<cudaEvent_t>(handle);
   std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(static_cast<cudaEvent_t>(handle));
+  int device = device_;
+  if (device == kCurrentDevice) {
+    // Back to the list of the device it was made on, where it can be recorded again.
+    const auto it = device_of_.find(event);
+    device = it->second;
+    device_of_.erase(it);
+  }
+  free_[device].push_back(event);
 }
 
 }  // namespace frugal::alloc

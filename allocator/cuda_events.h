@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "allocator/backend.h"
@@ -15,6 +16,13 @@ namespace frugal::alloc {
 
 class CudaEventPool {
  public:
+  // An event can only be recorded on a stream of the device it was created on. The device
+  // allocator's blocks are used by streams of its own device alone, so its pool names that
+  // device. Pinned host memory is read by copies to any device: its pool is kCurrentDevice,
+  // each event made on the device current when it is recorded, which record_stream's caller
+  // makes the stream's own (engine/ops/device_copy.cpp does).
+  static constexpr int kCurrentDevice = -1;
+
   explicit CudaEventPool(int device) : device_(device) {}
   ~CudaEventPool();
   CudaEventPool(const CudaEventPool&) = delete;
@@ -30,7 +38,8 @@ class CudaEventPool {
  private:
   int device_;
   std::mutex mutex_;
-  std::vector<cudaEvent_t> free_;
+  std::unordered_map<int, std::vector<cudaEvent_t>> free_;  // by device
+  std::unordered_map<cudaEvent_t, int> device_of_;          // kCurrentDevice: recorded events
 };
 
 // Makes `device` current for a scope and restores the previous device after it.

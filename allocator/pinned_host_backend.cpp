@@ -57,10 +57,11 @@ PinnedHostBackend::PinnedHostBackend(Mode mode) : mode_(mode) {
   if (mode_ == Mode::kCudaHostAlloc) {
 #if FRUGAL_WITH_CUDA
     FRUGAL_CHECK(cuda::is_available(), "pinned memory with cudaHostAlloc: " + cuda::unavailable_reason());
-    int device = 0;
-    FRUGAL_CUDA_CHECK(cudaGetDevice(&device));
-    // Copies are expected on the streams of the current device (events live on one device).
-    cuda_events_ = std::make_unique<CudaEventPool>(device);
+    // Copies from pinned memory run on the streams of whichever device they target, and an
+    // event must be made on its stream's device: each is made on the device current when it
+    // is recorded (a pool fixed to the device current now would fail cudaEventRecord for a
+    // copy to any other device).
+    cuda_events_ = std::make_unique<CudaEventPool>(CudaEventPool::kCurrentDevice);
 #else
     throw Error("pinned memory with cudaHostAlloc: frugal was built without CUDA");
 #endif

@@ -200,3 +200,27 @@ TEST_CASE("cuda tensor: mixing devices is a clear error", "[cuda]") {
   target.copy_(on_cpu);
   CHECK(identical(target, on_cpu));
 }
+
+TEST_CASE("cuda tensor: copies to a second device, from pinned memory and from the first device",
+          "[cuda]") {
+  if (cuda::device_count() < 2) {
+    WARN("one CUDA device here: copies between devices are not exercised");
+    return;
+  }
+  const Device second(kCUDA, 1);
+  REQUIRE(kernels::cuda::current_device() == 0);
+  const Tensor host = randn({256, 1024});
+  // non_blocking from pinned memory while device 0 is current: the copy runs on device 1's copy
+  // stream, and the pinned allocator's event must be made on device 1 (one made on device 0
+  // fails cudaEventRecord on that stream).
+  Tensor staged = host.pin_memory();
+  const Tensor on_second = staged.to(second, /*non_blocking=*/true);
+  staged = Tensor();
+  CHECK(on_second.device() == second);
+  CHECK(identical(on_second, host));
+  // Device to device, both ways, and back to the host.
+  const Tensor on_first = host.to(kGpu);
+  CHECK(identical(on_first.to(second), host));
+  CHECK(identical(on_second.to(kGpu), host));
+  CHECK(kernels::cuda::current_device() == 0);
+}
