@@ -31,6 +31,13 @@ void transfer(const Tensor& dst, const Tensor& src, bool non_blocking) {
                                            : kc::CopyKind::DeviceToDevice;
   const Tensor& on_device = src.is_cuda() ? src : dst;
   const Tensor& on_host = src.is_cpu() ? src : dst;
+  if (kind == kc::CopyKind::DeviceToDevice && src.device() != dst.device()) {
+    // The copy runs on src's device, but dst's block comes from dst's device's cache, where a
+    // block freed by work still queued on that device's current stream is handed out again at
+    // once (that stream would run in order): wait for that work before overwriting it.
+    const kc::DeviceGuard dst_guard(dst.device().index());
+    kc::synchronize_stream(kc::current_stream());
+  }
   const kc::DeviceGuard guard(on_device.device().index());
   const kc::StreamId current = kc::current_stream();
   const bool async = non_blocking && kind != kc::CopyKind::DeviceToDevice && on_host.is_pinned();
