@@ -209,7 +209,7 @@ TEST_CASE("cuda amp: an inf or NaN in one CUDA gradient skips the step and backs
 
     sgd.zero_grad();
     scaler.scale(m.loss_gpu()).backward();
-    // One element of the last layer's weight gradient, on the device.
+    // One element of the last layer's bias gradient, on the device.
     Tensor g = m.gpu->parameters().back().grad();
     REQUIRE(g.is_cuda());
     g.view({-1}).narrow(0, 3, 1).fill_(poison);
