@@ -356,3 +356,31 @@ TEST_CASE("cuda elementwise: casts", "[cuda]") {
   check_cast<Half, std::int32_t>(-3000, 3000);
   check_cast<double, float>(-1, 1, Layout::Scalar);
 }
+
+TEST_CASE("cuda elementwise: more elements than one launch's grid covers", "[cuda]") {
+  // blocks_for caps a launch at 65536 blocks of 256 threads (2^24 threads; a batch of 256
+  // CIFAR activations with 64 channels is exactly that): past it every thread takes several
+  // elements of the grid-stride loop, on the contiguous and the strided path.
+  const std::int64_t rows = 4099, cols = 4099;  // 16801801 > 2^24
+  const auto n = static_cast<std::size_t>(rows * cols);
+  auto a = random_values<float>(n, 71);  // not const: make_loop takes void*
+  auto b = random_values<float>(static_cast<std::size_t>(cols), 72);
+  const std::vector<std::int64_t> sizes = {4, 4, 4};
+  const DeviceBuffer<float> da(a), db(b);
+  DeviceBuffer<float> dout(n);
+  for (Layout la : {Layout::Dense, Layout::Transposed}) {
+    const std::vector<Layout> layouts = {Layout::Dense, la, Layout::RowBroadcast};
+    std::vector<float> want(n);
+    cpu::binary<float>(cpu::BinaryOp::Mul,
+                       make_loop(rows, cols, {want.data(), a.data(), b.data()}, sizes, layouts));
+    gpu::binary<float>(cpu::BinaryOp::Mul,
+                       make_loop(rows, cols, {dout.get(), da.get(), db.get()}, sizes, layouts));
+    // One rounded product per element on both sides: bit for bit.
+    require_close(dout.download(), want, describe("grid-stride binary", {rows, cols}, int(la)), 0.0);
+    gpu::unary<float>(cpu::UnaryOp::Neg,
+                      make_loop(rows, cols, {dout.get(), da.get()}, {4, 4}, {Layout::Dense, la}));
+    cpu::unary<float>(cpu::UnaryOp::Neg,
+                      make_loop(rows, cols, {want.data(), a.data()}, {4, 4}, {Layout::Dense, la}));
+    require_close(dout.download(), want, describe("grid-stride unary", {rows, cols}, int(la)), 0.0);
+  }
+}

@@ -179,3 +179,9 @@ TEST_CASE("cuda loss: a bad target throws naming it, before anything is written"
                                           c, cpu::Reduction::None, -100, out.data(), tw.data()),
                     Catch::Contains("target 7 at position 3"));
 }
+
+TEST_CASE("cuda loss: more rows than one launch's grid covers", "[cuda]") {
+  // The cross-entropy forward runs a warp per row, 8 rows per block, at most 65536 blocks:
+  // 600001 rows take two passes of its row loop (and of the backward's element loop).
+  check_losses<float>(600001, 3, cpu::kDefaultIgnoreIndex, true, 960);
+}

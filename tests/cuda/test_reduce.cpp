@@ -423,3 +423,17 @@ TEST_CASE("cuda reduce: bad views, masks and dims are reported before any launch
   CHECK_THROWS_WITH(gpu::sum(x.get(), bad, 1, out.get()), Catch::Contains("negative size"));
   CHECK_THROWS_WITH(gpu::var(x.get(), bad, 1, 1.0, out.get()), Catch::Contains("var"));
 }
+
+TEST_CASE("cuda reduce: more outputs than one launch's grid covers", "[cuda]") {
+  // blocks_for caps a launch at 65536 blocks: 600001 outputs of a warp each (8 per block) and
+  // 2100001 column outputs (65626 tiles of 32) take more than one pass of the kernels' loops.
+  const View rows = make_view({600001, 3}, {0, 1}), cols = make_view({3, 2100001}, {0, 1});
+  const auto x = values_for<float>(static_cast<std::size_t>(rows.storage), 900);
+  check_any_reductions<float>(x, rows.dims, dim_bit(1), describe(rows, dim_bit(1)));
+  check_float_reductions<float>(x, rows.dims, dim_bit(1), 1.0, describe(rows, dim_bit(1)));
+  check_index_reductions<float>(x, rows.dims, 1, describe(rows, dim_bit(1)));
+  const auto y = values_for<float>(static_cast<std::size_t>(cols.storage), 901);
+  check_any_reductions<float>(y, cols.dims, dim_bit(0), describe(cols, dim_bit(0)));
+  check_float_reductions<float>(y, cols.dims, dim_bit(0), 1.0, describe(cols, dim_bit(0)));
+  check_index_reductions<float>(y, cols.dims, 0, describe(cols, dim_bit(0)));
+}

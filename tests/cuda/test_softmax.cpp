@@ -201,3 +201,11 @@ TEST_CASE("cuda softmax: zero sizes launch nothing", "[cuda]") {
   }
   require_close(b.download(), sentinel, "untouched output", 0.0);
 }
+
+TEST_CASE("cuda softmax: more rows than one launch's grid covers", "[cuda]") {
+  // A warp per row, 8 rows per block, at most 65536 blocks: 600001 rows take two passes of the
+  // row loop. (The column kernel's loop is the elementwise kernels' FRUGAL_CUDA_KERNEL_LOOP,
+  // tested past the cap in test_elementwise.cpp.)
+  check_forward<float>(Dims{600001, 3, 1}, 950);
+  check_backward<float>(Dims{600001, 3, 1}, 951);
+}
