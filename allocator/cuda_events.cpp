@@ -64,6 +64,10 @@ void CudaEventPool::destroy(EventHandle handle) {
   if (device == kCurrentDevice) {
     // Back to the list of the device it was made on, where it can be recorded again.
     const auto it = device_of_.find(event);
+    if (it == device_of_.end()) {  // not one of ours: never reuse what we cannot place
+      (void)cudaEventDestroy(event);
+      return;
+    }
     device = it->second;
     device_of_.erase(it);
   }
