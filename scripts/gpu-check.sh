@@ -32,6 +32,12 @@ stage build
 cmake --build build-gpu --parallel "$(nproc)" --target cuda_tests frugal-train frugal-alloc-bench \
   > "$out/build.log" 2>&1 || { grep -m20 -A5 "error" "$out/build.log"; tail -20 "$out/build.log"; exit 1; }
 stage "CUDA tests"
+# Without a usable device (say, a driver older than the CUDA runtime needs) every CUDA test
+# would skip: say why and stop, rather than print a table of skips.
+if ! reason=$(./build-gpu/tests/cuda_tests "[no-such-tag]" 2>&1) && [[ $reason == skipped:* ]]; then
+  echo "gpu-check: the GPU cannot be used: ${reason#skipped: }"
+  exit 1
+fi
 set +e
 # A hung kernel must not eat the machine's time: each test gets two minutes.
 ctest --test-dir build-gpu -R '^cuda/' --output-on-failure --timeout 120 --parallel 4 \
@@ -62,6 +68,7 @@ import json, os, re, sys
 out, rc, seconds = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 log = open(f"{out}/cuda-tests.log").read()
 summary = re.search(r"\d+% tests passed.*", log)
+skipped = len(re.findall(r"\*\*\*Skipped", log))
 def load(name):
     path = f"{out}/{name}"
     try:
@@ -70,7 +77,7 @@ def load(name):
         return None
 print()
 print(f"GPU: {open(f'{out}/gpu.txt').read().strip()}")
-print(f"CUDA tests: {summary.group(0) if summary else 'no summary'} (ctest exit {rc})")
+print(f"CUDA tests: {summary.group(0) if summary else 'no summary'}, {skipped} skipped (ctest exit {rc})")
 print("| allocator | back to back ns/pair | on its own ns | free random + malloc ns |")
 print("|---|---|---|---|")
 for r in (load("alloc-bench.json") or {"results": []})["results"]:
