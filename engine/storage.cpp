@@ -1,6 +1,9 @@
 // Storage takes and returns its block through the device's caching allocator.
 #include "engine/storage.h"
 
+#include <cstdio>
+#include <exception>
+
 namespace frugal {
 
 StorageImpl::StorageImpl(std::size_t nbytes, Device device)
@@ -22,7 +25,16 @@ void StorageImpl::record_stream(std::uint64_t stream) {
 }
 
 StorageImpl::~StorageImpl() {
-  if (allocation_) allocator_->free(allocation_);
+  if (!allocation_) return;
+  try {
+    allocator_->free(allocation_);
+  } catch (const std::exception& e) {
+    // A destructor must not throw (it may run while an exception unwinds, and the process would
+    // end). Freeing fails only on a broken device: after a kernel fault, the CUDA calls that
+    // order a block's reuse (events for record_stream) fail too. The block is lost; say so.
+    std::fprintf(stderr, "frugal: warning: a %zu-byte block on %s could not be freed: %s\n",
+                 nbytes_, device_.str().c_str(), e.what());
+  }
 }
 
 }  // namespace frugal

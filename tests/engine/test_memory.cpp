@@ -3,10 +3,13 @@
 // gradients, and that a training loop's footprint is exactly flat.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <vector>
 
 #include "allocator/default_allocators.h"
+#include "allocator/simulated_device.h"
 #include "engine/frugal.h"
+#include "engine/storage.h"
 
 using namespace frugal;
 
@@ -159,4 +162,25 @@ TEST_CASE("max_pool2d keeps one byte per output, and only when a backward will n
   Tensor xg = x.detach().requires_grad_();
   Tensor y = max_pool2d(xg, {2, 2});
   CHECK(requested_now() - base == out_bytes + out_bytes / 4);  // + uint8 window indices
+}
+
+TEST_CASE("a storage whose block cannot be freed (a broken device) warns instead of ending the process") {
+  // After a kernel fault every CUDA call fails, including the event that orders the reuse of a
+  // block another stream used. The storage's destructor must not throw that on (it would end the
+  // process): here the events of a simulated device fail the same way.
+  struct BrokenEvents : alloc::SimulatedDevice {
+    using SimulatedDevice::SimulatedDevice;
+    alloc::EventHandle record_event(alloc::StreamId) override {
+      throw Error("cudaEventRecord failed: an illegal memory access was encountered");
+    }
+  };
+  alloc::CachingAllocator allocator(std::make_shared<BrokenEvents>(std::size_t{64} << 20), {});
+  bool destroyed = false;
+  {
+    auto storage = std::make_unique<StorageImpl>(4096, allocator, /*pinned=*/true);
+    storage->record_stream(3);
+    storage.reset();
+    destroyed = true;
+  }
+  CHECK(destroyed);
 }
