@@ -1,5 +1,6 @@
 // cuDNN behind the convolution contract of kernels/cpu/conv.h (NCHW, groups, dilation), with
-// the algorithm picked once per shape and cached; depthwise shapes go to direct kernels.
+// the algorithm picked once per shape and cached; depthwise shapes go to direct kernels, and
+// the bias to frugal's own (kernels/cuda/conv_bias.h).
 #include "kernels/cuda/conv.h"
 
 #include <cuda_runtime_api.h>
@@ -17,6 +18,7 @@
 
 #include "common/cuda_check.h"
 #include "common/error.h"
+#include "kernels/cuda/conv_bias.h"
 #include "kernels/cuda/conv_depthwise.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/stream.h"
@@ -318,10 +320,7 @@ void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, cons
       handle, &one, d.x.get(), input, d.w.get(), weight, d.conv.get(),
       static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace, workspace_bytes, &zero,
       d.y.get(), output));
-  if (bias != nullptr) {
-    const TensorDesc b(Types<T>::data, 1, p.O, 1, 1);
-    FRUGAL_CUDNN_CHECK(cudnnAddTensor(handle, &one, b.get(), bias, &one, d.y.get(), output));
-  }
+  if (bias != nullptr) add_channel_bias(output, bias, p.N, p.O, p.out_h() * p.out_w());
 }
 
 template <class T>
@@ -368,11 +367,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
       handle, &one, d.x.get(), input, d.y.get(), grad_output, d.conv.get(),
       static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, workspace_bytes,
       &zero, d.w.get(), grad_weight));
-  if (grad_bias != nullptr) {
-    const TensorDesc b(Types<T>::data, 1, p.O, 1, 1);
-    FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &one, d.y.get(), grad_output, &zero,
-                                                    b.get(), grad_bias));
-  }
+  if (grad_bias != nullptr) channel_sum(grad_output, grad_bias, p.N, p.O, p.out_h() * p.out_w());
 }
 
 #define FRUGAL_INSTANTIATE_CONV(T)                                                             \
