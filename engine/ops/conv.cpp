@@ -1,7 +1,12 @@
-// conv2d and its backward: tensors to kernels/cpu/conv.h. The backward saves the input and
-// the weight (what PyTorch saves) and computes only the gradients that are asked for.
+// conv2d and its backward: tensors to kernels/cpu/conv.h (or cuDNN's, falling back to cheaper
+// algorithms when their workspace cannot be had). The backward saves the input and the weight
+// (what PyTorch saves) and computes only the gradients that are asked for.
 #include "engine/ops/conv.h"
 
+#include <cstddef>
+#include <vector>
+
+#include "allocator/out_of_memory_error.h"
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
@@ -47,15 +52,71 @@ Tensor workspace(std::size_t bytes, Device device) {
   return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(kUInt8).device(device));
 }
 
+enum class Pass { kForward, kBackwardInput, kBackwardWeight };
+
+// cuDNN's workspace sizes for one pass on `device`, from the preferred algorithm's down to
+// the smallest (asked with the device current, as FRUGAL_KERNEL runs the kernel).
+template <class T>
+std::vector<std::size_t> cuda_workspace_fallbacks([[maybe_unused]] Pass pass,
+                                                  [[maybe_unused]] const cpu::Conv2dParams& p,
+                                                  [[maybe_unused]] Device device) {
+#if FRUGAL_WITH_CUDA
+  namespace cuda = kernels::cuda;
+  const cuda::DeviceGuard guard(device.index());
+  switch (pass) {
+    case Pass::kForward:
+      return cuda::conv2d_forward_workspace_fallbacks<T>(p);
+    case Pass::kBackwardInput:
+      return cuda::conv2d_backward_input_workspace_fallbacks<T>(p);
+    case Pass::kBackwardWeight:
+      return cuda::conv2d_backward_weight_workspace_fallbacks<T>(p);
+  }
+#endif
+  return {};  // no CUDA tensors without CUDA
+}
+
+// Runs `kernel(workspace_ptr, workspace_bytes)` with `preferred` bytes of workspace from the
+// caching allocator. On CUDA, cuDNN's fastest algorithm may want more scratch than the GPU has
+// left while a slower one needs less or none (implicit GEMM needs none): so when the allocator,
+// which has already released its cache and retried, cannot give `preferred`, take the largest
+// smaller size cuDNN ranks next that it can give, and the kernel runs that algorithm, as
+// PyTorch walks cuDNN's perf results. If none can be had, the first OutOfMemoryError is thrown.
+// On the CPU the workspace is required, and an OutOfMemoryError is thrown as is.
+template <class T, class Kernel>
+void with_workspace(Pass pass, const cpu::Conv2dParams& p, Device device, std::size_t preferred,
+                    Kernel&& kernel) {
+  std::size_t bytes = preferred;
+  Tensor ws;
+  try {
+    ws = workspace(bytes, device);
+  } catch (const OutOfMemoryError&) {
+    if (!device.is_cuda()) throw;
+    for (const std::size_t smaller : cuda_workspace_fallbacks<T>(pass, p, device)) {
+      if (smaller >= preferred) continue;
+      try {
+        ws = workspace(smaller, device);
+        bytes = smaller;
+        break;
+      } catch (const OutOfMemoryError&) {
+        // still too much: the next size is smaller
+      }
+    }
+    if (bytes == preferred) throw;  // nothing smaller could be had either
+  }
+  kernel(ws.data_ptr(), bytes);
+}
+
 Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out, const Tensor& weight) {
   Tensor grad_input = empty({p.N, p.C, p.H, p.W}, grad_out.options());
   const Device device = grad_out.device();
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
     const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_input_workspace_bytes<T>)(p, threads);
-    Tensor ws = workspace(bytes, device);
-    FRUGAL_KERNEL(device, conv2d_backward_input<T>)(p, grad_out.data_ptr<T>(), weight.data_ptr<T>(),
-                                  grad_input.data_ptr<T>(), ws.data_ptr(), bytes);
+    with_workspace<T>(Pass::kBackwardInput, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
+      FRUGAL_KERNEL(device, conv2d_backward_input<T>)(p, grad_out.data_ptr<T>(),
+                                                      weight.data_ptr<T>(),
+                                                      grad_input.data_ptr<T>(), ws, ws_bytes);
+    });
   });
   return grad_input;
 }
@@ -68,11 +129,13 @@ void conv_backward_weight(const cpu::Conv2dParams& p, const Tensor& grad_out, co
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
     const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_weight_workspace_bytes<T>)(p, threads);
-    Tensor ws = workspace(bytes, device);
-    FRUGAL_KERNEL(device, conv2d_backward_weight<T>)(p, grad_out.data_ptr<T>(), input.data_ptr<T>(),
-                                   grad_weight->data_ptr<T>(),
-                                   grad_bias ? grad_bias->data_ptr<T>() : nullptr, ws.data_ptr(),
-                                   bytes);
+    with_workspace<T>(Pass::kBackwardWeight, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
+      T* const bias_grad = grad_bias ? grad_bias->data_ptr<T>() : nullptr;
+      FRUGAL_KERNEL(device, conv2d_backward_weight<T>)(p, grad_out.data_ptr<T>(),
+                                                       input.data_ptr<T>(),
+                                                       grad_weight->data_ptr<T>(), bias_grad, ws,
+                                                       ws_bytes);
+    });
   });
 }
 
@@ -103,14 +166,16 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
   Tensor out = empty({p.N, p.O, p.out_h(), p.out_w()}, input.options());
   dispatch_floating(input.dtype(), "conv2d", [&]<class T>() {
     // The workspace comes from the device's caching allocator (so it shows in its stats); on
-    // CUDA its size is that of the algorithm cuDNN chose for this shape.
+    // CUDA its size is that of the algorithm cuDNN prefers for this shape, or a smaller one
+    // when the GPU cannot give that (with_workspace).
     const Device device = input.device();
     const std::size_t bytes =
         FRUGAL_KERNEL(device, conv2d_forward_workspace_bytes<T>)(p, cpu::get_num_threads());
-    Tensor ws = workspace(bytes, device);
-    FRUGAL_KERNEL(device, conv2d_forward<T>)(p, input.data_ptr<T>(), weight.data_ptr<T>(),
-                           data_ptr_or_null<T>(bias), out.data_ptr<T>(),
-                           ws.data_ptr(), bytes);
+    with_workspace<T>(Pass::kForward, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
+      FRUGAL_KERNEL(device, conv2d_forward<T>)(p, input.data_ptr<T>(), weight.data_ptr<T>(),
+                                               data_ptr_or_null<T>(bias), out.data_ptr<T>(), ws,
+                                               ws_bytes);
+    });
   });
   if (autograd::needs_grad(input_, weight_, bias_)) {
     autograd::record(out, "conv2d", {input_, weight_, bias_},

@@ -1,11 +1,12 @@
 // cuDNN behind the convolution contract of kernels/cpu/conv.h (NCHW, groups, dilation), with
-// the algorithm picked once per shape and cached; depthwise shapes go to direct kernels, and
-// the bias to frugal's own (kernels/cuda/conv_bias.h).
+// cuDNN's ranked algorithms found once per shape and cached, each call running the best whose
+// workspace fits; depthwise shapes go to direct kernels, the bias to frugal's own (conv_bias.h).
 #include "kernels/cuda/conv.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
@@ -15,6 +16,8 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/cuda_check.h"
 #include "common/error.h"
@@ -73,7 +76,7 @@ constexpr cudnnMathType_t kMathType =
     std::is_same_v<T, float> || std::is_same_v<T, double> ? CUDNN_FMA_MATH
                                                           : CUDNN_TENSOR_OP_MATH;
 
-// The math type to run the heuristic's choice with: float and double keep CUDNN_FMA_MATH
+// The math type to run a heuristic's candidate with: float and double keep CUDNN_FMA_MATH
 // whatever the perf result reports (were it CUDNN_DEFAULT_MATH, setting it on the descriptor
 // would let cuDNN run float in TF32 on Ampere and later); 16-bit types take the reported one.
 template <class T>
@@ -172,13 +175,19 @@ struct Descriptors {
         conv(Types<T>::compute, p, math) {}
 };
 
-// The algorithm chosen for one (kind, shape, params, type, device), with the math type the
-// heuristic chose it for and its workspace size.
-struct Choice {
+// One way cuDNN can run a convolution: the algorithm, the math type to run it with, and the
+// workspace it needs with that math type.
+struct Candidate {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::size_t workspace = 0;
 };
+
+// Every algorithm cuDNN's heuristic offers for one (kind, shape, params, type, device), best
+// first. The kernels run the first whose workspace fits in what they are given, so a caller
+// that cannot allocate the preferred workspace still gets a (slower) convolution, as PyTorch
+// does when it walks cuDNN's perf results.
+using Candidates = std::vector<Candidate>;
 
 using Key = std::tuple<int, int, int, std::array<std::int64_t, 15>>;
 
@@ -190,7 +199,7 @@ Key make_key(Kind kind, cudnnDataType_t type, const Conv2dParams& p) {
 
 struct Cache {
   std::mutex mutex;
-  std::map<Key, Choice> choices;
+  std::map<Key, Candidates> candidates;  // never erased: references to entries stay valid
 };
 
 Cache& cache() {
@@ -198,94 +207,138 @@ Cache& cache() {
   return *instance;
 }
 
-// cuDNN v7 heuristics: perf results come sorted best first; the first that succeeded wins.
-template <class Perf>
-const Perf& first_success(const Perf* results, int returned, Kind kind) {
-  for (int i = 0; i < returned; ++i)
-    if (results[i].status == CUDNN_STATUS_SUCCESS) return results[i];
-  throw Error(std::string(kind_name(kind)) + ": cuDNN found no algorithm for this convolution");
+// cuDNN v7 heuristics: perf results come sorted best first. Every one that succeeded becomes
+// a candidate, in that order, with its exact workspace for the math type it will run with
+// (`workspace_size(algo, &bytes)` asks cuDNN). Asked for every result, the heuristic reports
+// every algorithm, so the workspace-free ones (normally implicit GEMM forward and algorithm 0
+// of both backwards) are in the list wherever cuDNN supports them for this convolution; where
+// none is, the smallest candidate's workspace is the least a caller can run with.
+template <class T, class Perf, class WorkspaceSize>
+Candidates candidates_from(const Perf* perf, int returned, Kind kind,
+                           cudnnConvolutionDescriptor_t conv, WorkspaceSize workspace_size) {
+  Candidates candidates;
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    Candidate c;
+    c.algo = static_cast<int>(perf[i].algo);
+    c.math = chosen_math<T>(perf[i].mathType);
+    // float and double map every reported math type to FMA: an algorithm listed twice (with
+    // and without tensor cores) is then one candidate.
+    const bool seen = std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& o) {
+      return o.algo == c.algo && o.math == c.math;
+    });
+    if (seen) continue;
+    FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, c.math));
+    // An algorithm whose workspace cuDNN cannot tell for this math type (one offered for
+    // tensor cores may have no FMA form) is no candidate.
+    if (workspace_size(perf[i].algo, &c.workspace) != CUDNN_STATUS_SUCCESS) continue;
+    candidates.push_back(c);
+  }
+  if (candidates.empty())
+    throw Error(std::string(kind_name(kind)) +
+                ": cuDNN found no algorithm for this convolution");
+  return candidates;
 }
 
 template <class T>
-Choice find_choice(Kind kind, const Conv2dParams& p) {
+Candidates find_candidates(Kind kind, const Conv2dParams& p) {
   cudnnHandle_t handle = cudnn_handle();
   Descriptors<T> d(p, kMathType<T>);
-  Choice choice;
-  int returned = 0;
+  // Room for every result, as PyTorch asks: an algorithm may come once per math type, so the
+  // *_ALGO_COUNT constants could cut the (workspace-free) tail off the list.
+  int count = 0, returned = 0;
   switch (kind) {
     case Kind::kForward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(count));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
-          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-      const auto& best = first_success(perf, returned, kind);
-      choice.algo = static_cast<int>(best.algo);
-      choice.math = chosen_math<T>(best.mathType);
-      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
-      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), best.algo, &choice.workspace));
-      break;
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), count, &returned, perf.data()));
+      return candidates_from<T>(
+          perf.data(), returned, kind, d.conv.get(),
+          [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(handle, d.x.get(), d.w.get(),
+                                                           d.conv.get(), d.y.get(), algo, bytes);
+          });
     }
     case Kind::kBackwardInput: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(count));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
-      const auto& best = first_success(perf, returned, kind);
-      choice.algo = static_cast<int>(best.algo);
-      choice.math = chosen_math<T>(best.mathType);
-      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
-      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), best.algo, &choice.workspace));
-      break;
+          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), count, &returned, perf.data()));
+      return candidates_from<T>(
+          perf.data(), returned, kind, d.conv.get(),
+          [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
+          });
     }
-    case Kind::kBackwardWeight: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
-      const auto& best = first_success(perf, returned, kind);
-      choice.algo = static_cast<int>(best.algo);
-      choice.math = chosen_math<T>(best.mathType);
-      FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), choice.math));
-      FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), best.algo, &choice.workspace));
+    case Kind::kBackwardWeight:
       break;
-    }
   }
-  return choice;
+  FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count));
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(count));
+  FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), count, &returned, perf.data()));
+  return candidates_from<T>(
+      perf.data(), returned, kind, d.conv.get(),
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo, bytes);
+      });
 }
 
-// The cached choice, found on first use. The heuristic runs outside the lock (it is a query,
-// and two threads racing on one key find the same answer).
+// The cached candidates, found on first use. The heuristic runs outside the lock (it is a
+// query, and two threads racing on one key find the same answer); the entry is never changed
+// or erased after insertion, so the reference stays valid without the lock.
 template <class T>
-Choice choice_for(Kind kind, const Conv2dParams& p) {
+const Candidates& candidates_for(Kind kind, const Conv2dParams& p) {
   const Key key = make_key(kind, Types<T>::data, p);
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    const auto it = c.choices.find(key);
-    if (it != c.choices.end()) return it->second;
+    const auto it = c.candidates.find(key);
+    if (it != c.candidates.end()) return it->second;
   }
-  const Choice choice = find_choice<T>(kind, p);
+  Candidates found = find_candidates<T>(kind, p);
   std::lock_guard<std::mutex> lock(c.mutex);
-  return c.choices.emplace(key, choice).first->second;
+  return c.candidates.emplace(key, std::move(found)).first->second;
 }
 
 template <class T>
 std::size_t workspace_bytes(Kind kind, const Conv2dParams& p) {
   validate_conv2d(p);
   if (p.N == 0 || is_depthwise(p)) return 0;
-  return choice_for<T>(kind, p).workspace;
+  return candidates_for<T>(kind, p).front().workspace;
 }
 
-void check_workspace(Kind kind, const Choice& choice, const void* workspace,
-                     std::size_t workspace_bytes) {
-  FRUGAL_CHECK(workspace_bytes >= choice.workspace && (choice.workspace == 0 || workspace),
-               std::string(kind_name(kind)) + ": workspace of " +
-                   std::to_string(workspace_bytes) + " bytes is too small; cuDNN's algorithm " +
-                   std::to_string(choice.algo) + " needs " + std::to_string(choice.workspace) +
-                   " (ask " + kind_name(kind) + "_workspace_bytes)");
+// From the preferred candidate's workspace down to the smallest: each candidate that needs
+// less than every one before it.
+template <class T>
+std::vector<std::size_t> workspace_fallbacks(Kind kind, const Conv2dParams& p) {
+  validate_conv2d(p);
+  if (p.N == 0 || is_depthwise(p)) return {0};
+  std::vector<std::size_t> sizes;
+  for (const Candidate& c : candidates_for<T>(kind, p))
+    if (sizes.empty() || c.workspace < sizes.back()) sizes.push_back(c.workspace);
+  return sizes;
+}
+
+// The best candidate whose workspace fits in what the caller gave (a null workspace gives
+// nothing, whatever its size says). The kernels hand cuDNN that candidate's own workspace size.
+template <class T>
+const Candidate& best_fitting(Kind kind, const Conv2dParams& p, const void* workspace,
+                              std::size_t workspace_bytes) {
+  const Candidates& candidates = candidates_for<T>(kind, p);
+  const std::size_t available = workspace != nullptr ? workspace_bytes : 0;
+  std::size_t least = candidates.front().workspace;
+  for (const Candidate& c : candidates) {
+    if (c.workspace <= available) return c;
+    least = std::min(least, c.workspace);
+  }
+  throw Error(std::string(kind_name(kind)) + ": a workspace of " + std::to_string(available) +
+              " bytes is too small for every cuDNN algorithm for this convolution; the "
+              "smallest needs " + std::to_string(least) + " (ask " + kind_name(kind) +
+              "_workspace_bytes)");
 }
 
 }  // namespace
@@ -306,19 +359,33 @@ std::size_t conv2d_backward_weight_workspace_bytes(const Conv2dParams& p, int /*
 }
 
 template <class T>
+std::vector<std::size_t> conv2d_forward_workspace_fallbacks(const Conv2dParams& p) {
+  return workspace_fallbacks<T>(Kind::kForward, p);
+}
+
+template <class T>
+std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks(const Conv2dParams& p) {
+  return workspace_fallbacks<T>(Kind::kBackwardInput, p);
+}
+
+template <class T>
+std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks(const Conv2dParams& p) {
+  return workspace_fallbacks<T>(Kind::kBackwardWeight, p);
+}
+
+template <class T>
 void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
                     T* output, void* workspace, std::size_t workspace_bytes) {
   validate_conv2d(p);
   if (p.N == 0) return;
   if (is_depthwise(p)) return depthwise_conv2d_forward(p, input, weight, bias, output);
-  const Choice choice = choice_for<T>(Kind::kForward, p);
-  check_workspace(Kind::kForward, choice, workspace, workspace_bytes);
+  const Candidate& choice = best_fitting<T>(Kind::kForward, p, workspace, workspace_bytes);
   Descriptors<T> d(p, choice.math);
   cudnnHandle_t handle = cudnn_handle();
   const typename Types<T>::Scalar one = 1, zero = 0;
   FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(
       handle, &one, d.x.get(), input, d.w.get(), weight, d.conv.get(),
-      static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace, workspace_bytes, &zero,
+      static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace, choice.workspace, &zero,
       d.y.get(), output));
   if (bias != nullptr) add_channel_bias(output, bias, p.N, p.O, p.out_h() * p.out_w());
 }
@@ -330,13 +397,12 @@ void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T*
   if (p.N == 0) return;
   if (is_depthwise(p))
     return depthwise_conv2d_backward_input(p, grad_output, weight, grad_input);
-  const Choice choice = choice_for<T>(Kind::kBackwardInput, p);
-  check_workspace(Kind::kBackwardInput, choice, workspace, workspace_bytes);
+  const Candidate& choice = best_fitting<T>(Kind::kBackwardInput, p, workspace, workspace_bytes);
   Descriptors<T> d(p, choice.math);
   const typename Types<T>::Scalar one = 1, zero = 0;
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
       cudnn_handle(), &one, d.w.get(), weight, d.y.get(), grad_output, d.conv.get(),
-      static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace, workspace_bytes,
+      static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace, choice.workspace,
       &zero, d.x.get(), grad_input));
 }
 
@@ -358,14 +424,13 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   }
   if (is_depthwise(p))
     return depthwise_conv2d_backward_weight(p, grad_output, input, grad_weight, grad_bias);
-  const Choice choice = choice_for<T>(Kind::kBackwardWeight, p);
-  check_workspace(Kind::kBackwardWeight, choice, workspace, workspace_bytes);
+  const Candidate& choice = best_fitting<T>(Kind::kBackwardWeight, p, workspace, workspace_bytes);
   Descriptors<T> d(p, choice.math);
   cudnnHandle_t handle = cudnn_handle();
   const typename Types<T>::Scalar one = 1, zero = 0;
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       handle, &one, d.x.get(), input, d.y.get(), grad_output, d.conv.get(),
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, workspace_bytes,
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, choice.workspace,
       &zero, d.w.get(), grad_weight));
   if (grad_bias != nullptr) channel_sum(grad_output, grad_bias, p.N, p.O, p.out_h() * p.out_w());
 }
@@ -374,6 +439,11 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);            \
   template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);     \
   template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);    \
+  template std::vector<std::size_t> conv2d_forward_workspace_fallbacks<T>(const Conv2dParams&); \
+  template std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks<T>(              \
+      const Conv2dParams&);                                                                    \
+  template std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks<T>(             \
+      const Conv2dParams&);                                                                    \
   template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
                                   std::size_t);                                                \
   template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,   \
