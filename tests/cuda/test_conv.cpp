@@ -216,15 +216,17 @@ TEMPLATE_TEST_CASE("cuda conv: every fallback workspace, down to the smallest, g
         kernels::cuda::conv2d_forward_workspace_fallbacks<TestType>(p).back(),
         kernels::cuda::conv2d_backward_input_workspace_fallbacks<TestType>(p).back(),
         kernels::cuda::conv2d_backward_weight_workspace_fallbacks<TestType>(p).back()};
-    // cuDNN documents workspace-free algorithms (implicit GEMM forward, algorithm 0 of both
-    // backwards) for float and double; for the 16-bit types it may offer none on some GPUs.
-    for (const std::size_t bytes : smallest) {
-      if (std::is_same_v<TestType, float> || std::is_same_v<TestType, double>)
-        CHECK(bytes == 0);
-      else if (bytes > 0)
-        WARN(type_name(TestType{}) << ": cuDNN offers no workspace-free algorithm here; the "
-                                      "smallest needs " << bytes << " bytes");
-    }
+    // Forward in float and double has implicit GEMM, which needs no workspace, for every
+    // shape here. Elsewhere a workspace-free algorithm is likely but not promised: the
+    // fallback then ends at the smallest workspace, which is still tested below.
+    if (std::is_same_v<TestType, float> || std::is_same_v<TestType, double>)
+      CHECK(smallest[0] == 0);
+    const char* const passes[] = {"forward", "backward input", "backward weight"};
+    for (int i = 0; i < 3; ++i)
+      if (smallest[i] > 0)
+        WARN(type_name(TestType{}) << " " << passes[i] << ": cuDNN offers no workspace-free "
+                                   << "algorithm here; the smallest needs " << smallest[i]
+                                   << " bytes");
     seed += 10;
     check_all<TestType>(p, /*with_bias=*/seed % 20 == 0, seed, Workspaces::kEveryFallback);
   }
