@@ -52,6 +52,15 @@ std::uint64_t current_cuda_stream() {
 #endif
 }
 
+std::uint64_t current_cuda_stream(int index) {
+#if FRUGAL_WITH_CUDA
+  return kernels::cuda::current_stream(index);
+#else
+  (void)index;
+  return 0;
+#endif
+}
+
 Device resolve_device(Device device) {
   if (device.is_cuda() && device.index() < 0) return Device(kCUDA, current_cuda_device());
   return device;
@@ -60,10 +69,12 @@ Device resolve_device(Device device) {
 alloc::CachingAllocator& allocator_for(Device device, const char* op) {
   if (device.is_cpu()) return alloc::cpu_allocator();
   if (!cuda::is_built()) {
-    throw Error(std::string(op) + ": device " + device.str() + " is not available: frugal was built without CUDA");
+    throw Error(std::string(op) + ": device " + device.str() +
+                " is not available: frugal was built without CUDA");
   }
   if (!cuda::is_available()) {
-    throw Error(std::string(op) + ": device " + device.str() + " is not available: " + cuda::unavailable_reason());
+    throw Error(std::string(op) + ": device " + device.str() +
+                " is not available: " + cuda::unavailable_reason());
   }
   return alloc::cuda_allocator(device.index() < 0 ? current_cuda_device() : device.index());
 }

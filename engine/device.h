@@ -44,9 +44,10 @@ class Device {
 alloc::CachingAllocator& allocator_for(Device device, const char* op = "allocation");
 
 // The CUDA device ops run on now (kernels::cuda::current_device()), and this thread's current
-// stream there, as the allocator's stream id; 0 and 0 in a build without CUDA.
+// stream there or on device `index`, as the allocator's stream id; 0 in a build without CUDA.
 int current_cuda_device();
 std::uint64_t current_cuda_stream();
+std::uint64_t current_cuda_stream(int index);
 
 // `device` with its index made explicit: cuda is the current CUDA device, cpu stays cpu.
 Device resolve_device(Device device);

@@ -45,6 +45,11 @@ StreamId current_stream() {
   return current_streams[device];
 }
 
+StreamId current_stream(int device) {
+  check_device(device);
+  return current_streams[device];
+}
+
 void set_current_stream(StreamId stream) {
   const int device = current_device();
   check_device(device);
@@ -67,7 +72,7 @@ StreamId copy_stream(int device) {
 }
 
 DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
-  if (device != previous_) set_device(device);
+  if (device >= 0 && device != previous_) set_device(device);
 }
 
 DeviceGuard::~DeviceGuard() {
@@ -87,7 +92,9 @@ StreamGuard::StreamGuard(StreamId stream) : device_(current_device()), previous_
 // made on, even if the current device changed in between.
 StreamGuard::~StreamGuard() { current_streams[device_] = previous_; }
 
-void synchronize_stream(StreamId stream) { FRUGAL_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); }
+void synchronize_stream(StreamId stream) {
+  FRUGAL_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+}
 
 void stream_wait_stream(StreamId waiter, StreamId stream) {
   if (waiter == stream) return;

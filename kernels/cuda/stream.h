@@ -15,15 +15,17 @@ inline constexpr int kMaxDevices = 16;
 int current_device();
 void set_device(int device);
 
-// The stream this thread's kernels launch on, on the current device.
+// The stream this thread's kernels launch on, on the current device / on `device`.
 StreamId current_stream();
+StreamId current_stream(int device);
 void set_current_stream(StreamId stream);
 
 // The device's stream for non_blocking host <-> device copies (created on first use), so a
 // copy overlaps the compute queued on the current stream.
 StreamId copy_stream(int device);
 
-// Makes `device` current for a scope (a no-op when it already is).
+// Makes `device` current for a scope (a no-op when it already is, or when `device` is
+// negative: an unspecified index means the current device).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);

@@ -38,10 +38,13 @@ bool identical(const Tensor& a, const Tensor& b) { return max_relative_differenc
 
 }  // namespace
 
-TEST_CASE("cuda tensor: to(cuda) and back keeps every dtype's values, strided sources included", "[cuda]") {
-  for (ScalarType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool}) {
+TEST_CASE("cuda tensor: to(cuda) and back keeps every dtype's values, strided sources included",
+          "[cuda]") {
+  for (ScalarType dtype :
+       {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8, kBool}) {
     INFO(dtype_name(dtype));
-    const Tensor values = dtype == kBool ? gt(arange(0, 24, 1, kFloat32), 11.0) : arange(0, 24, 1, kFloat32);
+    const Tensor values =
+        dtype == kBool ? gt(arange(0, 24, 1, kFloat32), 11.0) : arange(0, 24, 1, kFloat32);
     const Tensor source = values.to(dtype).view({4, 6}).t();  // strided
     const Tensor on_gpu = source.to(kGpu);
     CHECK(on_gpu.is_cuda());
@@ -61,8 +64,10 @@ TEST_CASE("cuda tensor: to(cuda) and back keeps every dtype's values, strided so
   CHECK_THAT(printed.str(), Contains("1.5") && Contains("CUDAFloatType"));
 }
 
-TEST_CASE("cuda tensor: a non_blocking copy from pinned memory lands, and its blocks are held until it has",
-          "[cuda]") {
+TEST_CASE(
+    "cuda tensor: a non_blocking copy from pinned memory lands, and its blocks are held until it "
+    "has",
+    "[cuda]") {
   auto& pinned = alloc::pinned_allocator();
   auto& device = alloc::cuda_allocator(0);
   const Tensor host = randn({256, 1024});  // 1 MiB
@@ -105,7 +110,8 @@ TEST_CASE("cuda tensor: elementwise, reductions, matmul and softmax match the CP
   const Tensor a = randn({5, 7}), b = randn({7}), m = randn({7, 4});
   const Tensor ga = a.cuda(), gb = b.cuda(), gm = m.cuda();
   CHECK(max_relative_difference(add(ga, gb), add(a, b)) < 1e-6);           // broadcasting
-  CHECK(max_relative_difference(mul(ga.t(), 3.0), mul(a.t(), 3.0)) < 1e-6);  // strided, scalar operand
+  CHECK(max_relative_difference(mul(ga.t(), 3.0), mul(a.t(), 3.0)) <
+        1e-6);  // strided, scalar operand
   CHECK(max_relative_difference(relu(ga), relu(a)) == 0);
   CHECK(max_relative_difference(exp(ga), exp(a)) < 1e-6);
   CHECK(max_relative_difference(sum(ga, {1}), sum(a, {1})) < 1e-6);
@@ -123,7 +129,8 @@ TEST_CASE("cuda tensor: elementwise, reductions, matmul and softmax match the CP
   CHECK(identical(arange(0, 10, 2, TensorOptions(kInt64).device(kGpu)), arange(0, 10, 2, kInt64)));
 }
 
-TEST_CASE("cuda tensor: random fills draw the CPU's numbers from the same generator state", "[cuda]") {
+TEST_CASE("cuda tensor: random fills draw the CPU's numbers from the same generator state",
+          "[cuda]") {
   manual_seed(11);
   const Tensor on_cpu = rand({1000});
   manual_seed(11);
@@ -152,13 +159,15 @@ TEST_CASE("cuda tensor: a cnn's forward, loss and every gradient match the CPU's
     CHECK(max_relative_difference(loss_gpu, loss_cpu) < 1e-4);
     loss_cpu.backward();
     loss_gpu.backward();
-    const auto cpu_params = cpu_model->named_parameters(), gpu_params = gpu_model->named_parameters();
+    const auto cpu_params = cpu_model->named_parameters(),
+               gpu_params = gpu_model->named_parameters();
     REQUIRE(cpu_params.size() == gpu_params.size());
     for (std::size_t i = 0; i < cpu_params.size(); ++i) {
       INFO(cpu_params[i].first);
       REQUIRE(gpu_params[i].second.grad().defined());
       CHECK(gpu_params[i].second.grad().is_cuda());
-      CHECK(max_relative_difference(gpu_params[i].second.grad(), cpu_params[i].second.grad()) < 1e-3);
+      CHECK(max_relative_difference(gpu_params[i].second.grad(), cpu_params[i].second.grad()) <
+            1e-3);
     }
     // One SGD step each: the parameters stay together.
     optim::SGD cpu_sgd(cpu_model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
@@ -185,7 +194,8 @@ TEST_CASE("cuda tensor: the convolution's workspace comes from frugal's CUDA all
   CHECK(stats.allocated_bytes.all().current - before >= output_bytes);
   CHECK(stats.allocated_bytes.all().peak - before >= output_bytes);
   CHECK(stats.allocation.all().allocated - allocations_before >= 1);
-  CHECK(max_relative_difference(out, conv2d(input.cpu(), weight.cpu(), Tensor(), {1, 1}, {1, 1}, {1, 1}, 1)) < 1e-4);
+  CHECK(max_relative_difference(
+            out, conv2d(input.cpu(), weight.cpu(), Tensor(), {1, 1}, {1, 1}, {1, 1}, 1)) < 1e-4);
 }
 
 TEST_CASE("cuda tensor: mixing devices is a clear error", "[cuda]") {
@@ -223,4 +233,38 @@ TEST_CASE("cuda tensor: copies to a second device, from pinned memory and from t
   CHECK(identical(on_first.to(second), host));
   CHECK(identical(on_second.to(kGpu), host));
   CHECK(kernels::cuda::current_device() == 0);
+}
+
+TEST_CASE("cuda tensor: ops on the second device run there while the first is current",
+          "[cuda]") {
+  if (cuda::device_count() < 2) {
+    WARN("one CUDA device here: ops on a second device are not exercised");
+    return;
+  }
+  const Device second(kCUDA, 1);
+  REQUIRE(kernels::cuda::current_device() == 0);
+  const std::int64_t allocated_on_first =
+      alloc::cuda_allocator(0).stats().allocated_bytes.all().current;
+  // A small cnn step on device 1: elementwise, reductions, GEMM (cuBLAS), convolution (cuDNN),
+  // batch norm, pooling and the loss, forward and backward, against the same step on the CPU.
+  manual_seed(3);
+  const auto cpu_model = nn::make_model("cnn");
+  manual_seed(3);
+  const auto gpu_model = nn::make_model("cnn");
+  gpu_model->to(second);
+  const Tensor x = randn({8, 1, 28, 28}), y = randint(0, 10, {8});
+  const Tensor cpu_loss = cross_entropy(cpu_model->forward(x), y);
+  const Tensor gpu_loss = cross_entropy(gpu_model->forward(x.to(second)), y.to(second));
+  CHECK(gpu_loss.device() == second);
+  cpu_loss.backward();
+  gpu_loss.backward();
+  CHECK(max_relative_difference(gpu_loss, cpu_loss) < 1e-4);
+  const auto cpu_parameters = cpu_model->parameters(), gpu_parameters = gpu_model->parameters();
+  for (std::size_t i = 0; i < cpu_parameters.size(); ++i) {
+    CHECK(gpu_parameters[i].grad().device() == second);
+    CHECK(max_relative_difference(gpu_parameters[i].grad(), cpu_parameters[i].grad()) < 1e-3);
+  }
+  // Device 0 stayed current, and none of that memory came from its allocator.
+  CHECK(kernels::cuda::current_device() == 0);
+  CHECK(alloc::cuda_allocator(0).stats().allocated_bytes.all().current == allocated_on_first);
 }
