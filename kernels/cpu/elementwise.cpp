@@ -94,17 +94,18 @@ void run_binary(const StridedLoop& loop, F f) {
 template <class T, class EigenFn, class ScalarFn>
 void run_unary_vectorised(const StridedLoop& loop, EigenFn eigen_fn, ScalarFn scalar_fn) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
-      if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
-        using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-        Eigen::Map<Array> out(reinterpret_cast<T*>(p[0]), n);
-        Eigen::Map<const Array> in(reinterpret_cast<const T*>(p[1]), n);
-        out = eigen_fn(in);
-      } else {
-        for (std::int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<T*>(p[0] + i * s[0]) = scalar_fn(load<T>(p[1] + i * s[1]));
-      }
-    });
+    for_each_run(loop, kElementwiseGrain,
+                 [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+                   if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+                     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+                     Eigen::Map<Array> out(reinterpret_cast<T*>(p[0]), n);
+                     Eigen::Map<const Array> in(reinterpret_cast<const T*>(p[1]), n);
+                     out = eigen_fn(in);
+                   } else {
+                     for (std::int64_t i = 0; i < n; ++i)
+                       *reinterpret_cast<T*>(p[0] + i * s[0]) = scalar_fn(load<T>(p[1] + i * s[1]));
+                   }
+                 });
   } else {
     run_unary<T>(loop, scalar_fn);
   }
@@ -206,11 +207,12 @@ template <class T>
 void compare(CompareOp op, const StridedLoop& loop) {
   using C = compute_t<T>;
   auto run = [&](auto f) {
-    for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
-      for (std::int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<bool*>(p[0] + i * s[0]) =
-            f(static_cast<C>(load<T>(p[1] + i * s[1])), static_cast<C>(load<T>(p[2] + i * s[2])));
-    });
+    for_each_run(
+        loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
+          for (std::int64_t i = 0; i < n; ++i)
+            *reinterpret_cast<bool*>(p[0] + i * s[0]) = f(static_cast<C>(load<T>(p[1] + i * s[1])),
+                                                          static_cast<C>(load<T>(p[2] + i * s[2])));
+        });
   };
   switch (op) {
     case CompareOp::Eq: return run([](C a, C b) { return a == b; });
@@ -248,7 +250,12 @@ template <class Dst, class Src>
 void cast(const StridedLoop& loop) {
   for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
     auto convert = [](Src v) {
-      if constexpr (std::is_same_v<Dst, bool>) return static_cast<float>(v) != 0.0f;
+      // To bool is "!= 0" in the source's own precision (a double of 1e-50 is true, as in
+      // PyTorch); 16-bit types compare in float.
+      if constexpr (std::is_same_v<Dst, bool> && is_16bit_float_v<Src>)
+        return static_cast<float>(v) != 0.0f;
+      else if constexpr (std::is_same_v<Dst, bool>)
+        return v != Src(0);
       else if constexpr (std::is_same_v<Src, Half> || std::is_same_v<Src, BFloat16>)
         return static_cast<Dst>(static_cast<float>(v));
       else if constexpr (std::is_same_v<Dst, Half> || std::is_same_v<Dst, BFloat16>)

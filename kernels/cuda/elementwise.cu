@@ -239,16 +239,14 @@ __global__ void fill_kernel(StridedLoop loop, std::int64_t n, T value) {
   }
 }
 
-template <class T>
-inline constexpr bool is_16bit_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-// The CPU's conversion: to bool is "!= 0" (in float), 16-bit types go through float.
+// The CPU's conversion: to bool is "!= 0" in the source's precision (float for 16-bit types),
+// 16-bit types go through float.
 template <class Dst, class Src>
 __device__ __forceinline__ void convert(Dst* out, const Src* in) {
   const auto v = load(in);  // float for Half/BFloat16
   if constexpr (std::is_same_v<Dst, bool>)
-    *out = static_cast<float>(v) != 0.0f;
-  else if constexpr (is_16bit_float<Dst>)
+    *out = v != decltype(v)(0);
+  else if constexpr (is_16bit_float_v<Dst>)
     store(out, static_cast<float>(v));
   else
     *out = static_cast<Dst>(v);

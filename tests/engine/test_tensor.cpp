@@ -3,7 +3,10 @@
 // bad shapes, dtypes and devices raise.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <sstream>
+#include <vector>
 
 #include "allocator/cuda_device.h"
 #include "allocator/default_allocators.h"
@@ -32,9 +35,16 @@ TEST_CASE("storage comes from the allocator and returns when the last view dies"
 
 TEST_CASE("views share storage; contiguous() copies only when needed") {
   Tensor a = arange(24, kFloat32).view({2, 3, 4});
-  Tensor checks[] = {a.view({6, 4}), a.reshape({4, 6}), a.transpose(0, 2), a.permute({1, 2, 0}),
-                     a.narrow(2, 1, 2), a.slice(1, 0, 3, 2), a.select(0, 1), a.unsqueeze(1).expand({2, 5, 3, 4}),
-                     a.unsqueeze(0).squeeze(0), a.flatten(1)};
+  Tensor checks[] = {a.view({6, 4}),
+                     a.reshape({4, 6}),
+                     a.transpose(0, 2),
+                     a.permute({1, 2, 0}),
+                     a.narrow(2, 1, 2),
+                     a.slice(1, 0, 3, 2),
+                     a.select(0, 1),
+                     a.unsqueeze(1).expand({2, 5, 3, 4}),
+                     a.unsqueeze(0).squeeze(0),
+                     a.flatten(1)};
   for (const Tensor& v : checks) CHECK(v.is_alias_of(a));
   CHECK(a.contiguous().data_ptr() == a.data_ptr());
   Tensor t = a.transpose(0, 2);
@@ -98,6 +108,13 @@ TEST_CASE("dtypes: conversions, promotion, item") {
   }
   CHECK(tensor({1.5f}).to(kFloat16).item<float>() == 1.5f);
   CHECK(tensor({3.7f}).to(kInt32).item<std::int32_t>() == 3);
+  // To bool is "!= 0" in the source's precision: a double too small for float is still true.
+  const Tensor tiny = tensor({1e-50, 0.0, -0.0, std::nan("")}, kFloat64).to(kBool);
+  CHECK(tiny[0].item<bool>());
+  CHECK_FALSE(tiny[1].item<bool>());
+  CHECK_FALSE(tiny[2].item<bool>());
+  CHECK(tiny[3].item<bool>());
+  CHECK(tensor(std::vector<std::int64_t>{std::int64_t{1} << 62}).to(kBool).item<bool>());
 }
 
 TEST_CASE("operator<< prints like libtorch") {
@@ -115,10 +132,12 @@ TEST_CASE("operator<< prints like libtorch") {
 }
 
 TEST_CASE("bad shapes, dtypes and devices raise frugal::Error naming the op") {
-  CHECK_THROWS_WITH(add(ones({2, 3}), ones({4})), Contains("add") && Contains("[2, 3]") && Contains("[4]"));
+  CHECK_THROWS_WITH(add(ones({2, 3}), ones({4})),
+                    Contains("add") && Contains("[2, 3]") && Contains("[4]"));
   CHECK_THROWS_WITH(mm(ones({2, 3}), ones({2, 3})), Contains("mm") && Contains("[2, 3]"));
   CHECK_THROWS_WITH(ones({6}).view({4, -1}), Contains("view") && Contains("[4, -1]"));
-  CHECK_THROWS_WITH(ones({2, 3}).transpose(0, 2), Contains("transpose") && Contains("out of range"));
+  CHECK_THROWS_WITH(ones({2, 3}).transpose(0, 2),
+                    Contains("transpose") && Contains("out of range"));
   CHECK_THROWS_WITH(ones({2}, kInt64).requires_grad_(), Contains("floating"));
   CHECK_THROWS_WITH(neg(ones({2}, kBool)), Contains("neg") && Contains("bool"));
   CHECK_THROWS_WITH(mean(ones({2}, kInt64)), Contains("mean") && Contains("int64"));
@@ -128,7 +147,8 @@ TEST_CASE("bad shapes, dtypes and devices raise frugal::Error naming the op") {
     CHECK_THROWS_WITH(ones({2}, Device(kCUDA)),
                       Contains(cuda::is_built() ? "no usable CUDA device" : "built without CUDA"));
   CHECK_THROWS_WITH(Device("tpu"), Contains("tpu"));
-  CHECK_THROWS_WITH(conv2d(ones({1, 3, 5, 5}), ones({4, 2, 3, 3})), Contains("conv2d") && Contains("groups"));
+  CHECK_THROWS_WITH(conv2d(ones({1, 3, 5, 5}), ones({4, 2, 3, 3})),
+                    Contains("conv2d") && Contains("groups"));
   CHECK_THROWS_WITH(cross_entropy(ones({2, 3}), tensor(std::vector<std::int64_t>{0, 3})),
                     Contains("3"));
   CHECK_THROWS_WITH(ones({2, 3}).data_ptr<double>(), Contains("float32") && Contains("float64"));
