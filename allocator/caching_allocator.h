@@ -136,7 +136,8 @@ class CachingAllocator {
   // Size rounding, exposed for tests and trace tools.
   std::size_t round_size(std::size_t bytes) const {
     if (roundup_enabled_) [[unlikely]] return round_size_with_divisions(bytes);
-    return bytes < kMinBlockSize ? kMinBlockSize : (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
+    return bytes < kMinBlockSize ? kMinBlockSize
+                                 : (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
   }
 
  private:

@@ -167,8 +167,9 @@ std::string AllocatorConfig::to_string() const {
   if (any_roundup) {
     out << ",roundup_power2_divisions:[";
     for (int i = 0; i < kRoundupIntervals; ++i) {
-      out << (i ? "," : "") << (i + 1 < kRoundupIntervals ? std::to_string(std::size_t{2} << i) : ">")
-          << ":" << roundup_power2_divisions[i];
+      out << (i ? "," : "")
+          << (i + 1 < kRoundupIntervals ? std::to_string(std::size_t{2} << i) : ">") << ":"
+          << roundup_power2_divisions[i];
     }
     out << "]";
   }

@@ -36,7 +36,8 @@ struct DriverApi {
       auto find = [](const char* symbol, auto& fn) {
         void* p = nullptr;
         cudaDriverEntryPointQueryResult found{};
-        if (cudaGetDriverEntryPointByVersion(symbol, &p, 10020, cudaEnableDefault, &found) != cudaSuccess ||
+        if (cudaGetDriverEntryPointByVersion(symbol, &p, 10020, cudaEnableDefault, &found) !=
+                cudaSuccess ||
             found != cudaDriverEntryPointSuccess) {
           (void)cudaGetLastError();
           return false;
@@ -45,9 +46,10 @@ struct DriverApi {
         return true;
       };
       a.complete = find("cuMemAddressReserve", a.mem_address_reserve) &&
-                   find("cuMemAddressFree", a.mem_address_free) && find("cuMemCreate", a.mem_create) &&
-                   find("cuMemRelease", a.mem_release) && find("cuMemMap", a.mem_map) &&
-                   find("cuMemUnmap", a.mem_unmap) && find("cuMemSetAccess", a.mem_set_access) &&
+                   find("cuMemAddressFree", a.mem_address_free) &&
+                   find("cuMemCreate", a.mem_create) && find("cuMemRelease", a.mem_release) &&
+                   find("cuMemMap", a.mem_map) && find("cuMemUnmap", a.mem_unmap) &&
+                   find("cuMemSetAccess", a.mem_set_access) &&
                    find("cuMemGetAllocationGranularity", a.mem_get_allocation_granularity) &&
                    find("cuDeviceGetAttribute", a.device_get_attribute);
       return a;
@@ -92,12 +94,13 @@ CudaBackend::CudaBackend(int device) {
   if (api.complete) {
     int supported = 0;
     CUdevice dev = device;  // a CUdevice is the ordinal
-    FRUGAL_CU_CHECK(
-        api.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
+    FRUGAL_CU_CHECK(api.device_get_attribute(
+        &supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
     if (supported != 0) {
       const CUmemAllocationProp prop = device_memory(device);
       std::size_t g = 0;
-      FRUGAL_CU_CHECK(api.mem_get_allocation_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+      FRUGAL_CU_CHECK(
+          api.mem_get_allocation_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
       impl_->granularity = g;
       impl_->virtual_memory = true;
     }
@@ -140,7 +143,8 @@ bool CudaBackend::supports_virtual_memory() const { return impl_->virtual_memory
 std::size_t CudaBackend::mapping_granularity() const { return impl_->granularity; }
 
 void* CudaBackend::reserve_address_range(std::size_t bytes) {
-  FRUGAL_CHECK(impl_->virtual_memory, "CudaBackend: " + name() + " has no virtual memory management");
+  FRUGAL_CHECK(impl_->virtual_memory,
+               "CudaBackend: " + name() + " has no virtual memory management");
   CUdeviceptr base = 0;
   FRUGAL_CU_CHECK(DriverApi::get().mem_address_reserve(&base, bytes, impl_->granularity, 0, 0));
   return reinterpret_cast<void*>(base);

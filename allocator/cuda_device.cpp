@@ -22,8 +22,8 @@ const Probe& probe() {
     if (status != cudaSuccess) {
       (void)cudaGetLastError();
       p.count = 0;
-      p.reason = std::string("no usable CUDA device: cudaGetDeviceCount says ") + cudaGetErrorName(status) +
-                 " (" + cudaGetErrorString(status) + ")";
+      p.reason = std::string("no usable CUDA device: cudaGetDeviceCount says ") +
+                 cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
     } else if (p.count == 0) {
       p.reason = "no CUDA device is present";
     }

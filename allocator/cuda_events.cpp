@@ -55,7 +55,9 @@ bool CudaEventPool::completed(EventHandle handle) {
   return true;
 }
 
-void CudaEventPool::wait(EventHandle handle) { FRUGAL_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle))); }
+void CudaEventPool::wait(EventHandle handle) {
+  FRUGAL_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle)));
+}
 
 void CudaEventPool::destroy(EventHandle handle) {
   const auto event = static_cast<cudaEvent_t>(handle);

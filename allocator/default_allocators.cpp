@@ -35,7 +35,8 @@ CachingAllocator& cuda_allocator(int device) {
   std::lock_guard<std::mutex> lock(creating);
   if (CachingAllocator* a = allocators[device].load(std::memory_order_acquire)) return *a;
 #if FRUGAL_WITH_CUDA
-  auto* a = new CachingAllocator(std::make_shared<CudaBackend>(device), AllocatorConfig::from_environment());
+  auto* a = new CachingAllocator(std::make_shared<CudaBackend>(device),
+                                 AllocatorConfig::from_environment());
   allocators[device].store(a, std::memory_order_release);
   return *a;
 #else

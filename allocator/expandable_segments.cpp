@@ -94,7 +94,8 @@ Segment* CachingAllocator::new_expandable_range(StreamPool& sp, std::size_t size
   const std::size_t g = granularity_;
   // The device's whole memory (address space is cheap), at most 1 TiB.
   constexpr std::size_t kMaxRange = std::size_t{1} << 40;
-  const std::size_t bytes = round_up(std::max(std::min(backend_->total_memory(), kMaxRange), size), g);
+  const std::size_t bytes =
+      round_up(std::max(std::min(backend_->total_memory(), kMaxRange), size), g);
   void* base = backend_->reserve_address_range(bytes);
   auto* seg = new Segment;
   seg->base = reinterpret_cast<std::uintptr_t>(base);

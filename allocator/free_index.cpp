@@ -76,7 +76,8 @@ std::size_t FreeIndex::count() const {
   std::size_t n = huge_.size() + (front_ != nullptr);
   for (std::size_t w = 0; w < kWords; ++w) {
     for (std::uint64_t m = words_[w]; m != 0; m &= m - 1) {
-      for (const Block* b = heads_[w * 64 + std::countr_zero(m)]; b != nullptr; b = b->link_next) ++n;
+      for (const Block* b = heads_[w * 64 + std::countr_zero(m)]; b != nullptr; b = b->link_next)
+        ++n;
     }
   }
   return n;

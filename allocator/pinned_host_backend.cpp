@@ -37,11 +37,13 @@ void warn_lock_refused(std::size_t bytes, int error) {
   std::call_once(once, [&] {
     rlimit limit{};
     getrlimit(RLIMIT_MEMLOCK, &limit);
-    const std::string cap = limit.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(limit.rlim_cur) + " bytes";
-    std::fprintf(stderr,
-                 "frugal: warning: pinned memory: locking %zu bytes was refused (%s; RLIMIT_MEMLOCK is %s); "
-                 "pinned buffers fall back to pageable memory. Raise the limit (ulimit -l) to lock them.\n",
-                 bytes, std::strerror(error), cap.c_str());
+    const std::string cap =
+        limit.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(limit.rlim_cur) + " bytes";
+    std::fprintf(
+        stderr,
+        "frugal: warning: pinned memory: locking %zu bytes was refused (%s; RLIMIT_MEMLOCK is %s); "
+        "pinned buffers fall back to pageable memory. Raise the limit (ulimit -l) to lock them.\n",
+        bytes, std::strerror(error), cap.c_str());
   });
 }
 
@@ -56,7 +58,8 @@ PinnedHostBackend::PinnedHostBackend(Mode mode) : mode_(mode) {
   total_memory_ = pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * page_size : 0;
   if (mode_ == Mode::kCudaHostAlloc) {
 #if FRUGAL_WITH_CUDA
-    FRUGAL_CHECK(cuda::is_available(), "pinned memory with cudaHostAlloc: " + cuda::unavailable_reason());
+    FRUGAL_CHECK(cuda::is_available(),
+                 "pinned memory with cudaHostAlloc: " + cuda::unavailable_reason());
     // Copies from pinned memory run on the streams of whichever device they target, and an
     // event must be made on its stream's device: each is made on the device current when it
     // is recorded (a pool fixed to the device current now would fail cudaEventRecord for a

@@ -17,7 +17,9 @@ using namespace frugal;
 
 namespace {
 
-std::int64_t allocated_now() { return alloc::cpu_allocator().stats().allocated_bytes.all().current; }
+std::int64_t allocated_now() {
+  return alloc::cpu_allocator().stats().allocated_bytes.all().current;
+}
 std::int64_t allocated_peak() { return alloc::cpu_allocator().stats().allocated_bytes.all().peak; }
 
 struct StepMemory {
@@ -70,9 +72,12 @@ int run(int argc, char** argv) {
   const std::string model = cli.get("model");
   const std::int64_t batch = cli.get_int("batch-size");
   std::vector<StepMemory> rows;
-  for (const char* amp : {"off", "bf16", "fp16"}) rows.push_back(measure(model, batch, train::parse_amp(amp)));
+  for (const char* amp : {"off", "bf16", "fp16"})
+    rows.push_back(measure(model, batch, train::parse_amp(amp)));
   const StepMemory& base = rows.front();
-  auto frac = [](std::int64_t a, std::int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
+  auto frac = [](std::int64_t a, std::int64_t b) {
+    return static_cast<double>(a) / static_cast<double>(b);
+  };
   if (cli.has("json")) {
     std::string items;
     for (const auto& r : rows) {

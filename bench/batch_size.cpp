@@ -72,10 +72,11 @@ std::string steps_json(const nn::BatchSizeResult& r) {
 }
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-bench-batch-size",
-                  "The batch-size finder on cnn and mobilenet: the fit from two probe steps, the\n"
-                  "proposal for a budget, predicted against measured peaks at other batches, and the\n"
-                  "choice under a capped allocator (the simulated device capacity).");
+  CommandLine cli(
+      "frugal-bench-batch-size",
+      "The batch-size finder on cnn and mobilenet: the fit from two probe steps, the\n"
+      "proposal for a budget, predicted against measured peaks at other batches, and the\n"
+      "choice under a capped allocator (the simulated device capacity).");
   cli.option("models", "NAMES", "models, comma-separated", "cnn,mobilenet");
   cli.option("budget-mib", "MIB", "budget in MiB above what is allocated before the search", "96");
   cli.option("check", "B,B,...", "batches to measure against the prediction", "24,48,64,96,128");
@@ -99,7 +100,8 @@ int run(int argc, char** argv) {
     manual_seed(0);
     auto model = nn::make_model(name);
     const auto budget = static_cast<std::int64_t>(
-        static_cast<double>(alloc::cpu_allocator().stats().allocated_bytes.all().current) + budget_mib * kMiB);
+        static_cast<double>(alloc::cpu_allocator().stats().allocated_bytes.all().current) +
+        budget_mib * kMiB);
     const nn::BatchSizeResult r = nn::find_batch_size(*model, sgd_factory(), {1, 28, 28}, budget);
 
     JsonWriter row;
@@ -130,8 +132,9 @@ int run(int argc, char** argv) {
       if (check_rows.size() > 1) check_rows += ',';
       check_rows += c.str();
       if (!cli.has("json"))
-        std::printf("  batch %4lld: predicted %8.2f MiB, measured %8.2f MiB (%+.2f%%)\n", static_cast<long long>(b),
-                    static_cast<double>(r.predict(b)) / kMiB, static_cast<double>(m) / kMiB, 100 * err);
+        std::printf("  batch %4lld: predicted %8.2f MiB, measured %8.2f MiB (%+.2f%%)\n",
+                    static_cast<long long>(b), static_cast<double>(r.predict(b)) / kMiB,
+                    static_cast<double>(m) / kMiB, 100 * err);
     }
     row.raw("checks", check_rows + "]");
     row.field("worst_relative_error", worst);
@@ -157,11 +160,14 @@ int run(int argc, char** argv) {
       c.raw("steps", steps_json(capped));
       row.raw("capped", c.str());
       if (!cli.has("json")) {
-        std::printf("  capped at %.1f MiB: %s\n", static_cast<double>(budget) / kMiB, nn::describe(capped).c_str());
-        std::printf("  rerun: batch %lld peak %.2f MiB; batch %lld %s\n", static_cast<long long>(capped.batch),
-                    static_cast<double>(at) / kMiB, static_cast<long long>(capped.batch + 1),
-                    above < 0 ? "out of memory"
-                              : (std::to_string(static_cast<double>(above) / kMiB) + " MiB").c_str());
+        std::printf("  capped at %.1f MiB: %s\n", static_cast<double>(budget) / kMiB,
+                    nn::describe(capped).c_str());
+        std::printf("  rerun: batch %lld peak %.2f MiB; batch %lld %s\n",
+                    static_cast<long long>(capped.batch), static_cast<double>(at) / kMiB,
+                    static_cast<long long>(capped.batch + 1),
+                    above < 0
+                        ? "out of memory"
+                        : (std::to_string(static_cast<double>(above) / kMiB) + " MiB").c_str());
       }
     } catch (...) {
       alloc::cpu_allocator().set_memory_limit(0);

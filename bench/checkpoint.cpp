@@ -26,7 +26,8 @@ std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) 
   for (int i = 0; i < blocks; ++i) {
     s->push_back(std::make_shared<nn::Conv2d>(
         nn::Conv2dOptions(i == 0 ? 3 : channels, channels, 3).padding(1).bias(false)));
-    s->push_back(std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
+    s->push_back(
+        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
   }
   s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
   s->push_back(std::make_shared<nn::Flatten>());
@@ -66,11 +67,13 @@ struct Config {
 };
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-bench-checkpoint",
-                  "Peak allocated bytes and time of a training step (forward, cross-entropy,\n"
-                  "backward, SGD step) of a deep conv net, plain and with checkpoint_sequential,\n"
-                  "configurations timed alternately, medians over repeats; gradients compared bit by bit.");
-  cli.option("model", "NAME", "deep (the conv net of --blocks blocks), cnn or mobilenet (1x28x28 inputs)", "deep");
+  CommandLine cli(
+      "frugal-bench-checkpoint",
+      "Peak allocated bytes and time of a training step (forward, cross-entropy,\n"
+      "backward, SGD step) of a deep conv net, plain and with checkpoint_sequential,\n"
+      "configurations timed alternately, medians over repeats; gradients compared bit by bit.");
+  cli.option("model", "NAME",
+             "deep (the conv net of --blocks blocks), cnn or mobilenet (1x28x28 inputs)", "deep");
   cli.option("blocks", "N", "conv 3x3 + BN-ReLU blocks", "20");
   cli.option("channels", "C", "channels of each block", "16");
   cli.option("size", "S", "input height and width", "32");
@@ -83,10 +86,13 @@ int run(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   const int blocks = static_cast<int>(cli.get_int("blocks"));
-  const std::int64_t channels = cli.get_int("channels"), size = cli.get_int("size"), batch = cli.get_int("batch-size");
-  const int steps = static_cast<int>(cli.get_int("steps")), repeats = static_cast<int>(cli.get_int("repeats"));
-  FRUGAL_CHECK(blocks >= 1 && channels >= 1 && size >= 1 && batch >= 1 && steps >= 1 && repeats >= 1,
-               "blocks, channels, size, batch-size, steps and repeats must be >= 1");
+  const std::int64_t channels = cli.get_int("channels"), size = cli.get_int("size"),
+                     batch = cli.get_int("batch-size");
+  const int steps = static_cast<int>(cli.get_int("steps")),
+            repeats = static_cast<int>(cli.get_int("repeats"));
+  FRUGAL_CHECK(
+      blocks >= 1 && channels >= 1 && size >= 1 && batch >= 1 && steps >= 1 && repeats >= 1,
+      "blocks, channels, size, batch-size, steps and repeats must be >= 1");
 
   manual_seed(0);
   const std::string model_name = cli.get("model");
@@ -121,8 +127,10 @@ int run(int argc, char** argv) {
     for (Config& c : configs) {
       const std::vector<Tensor> g = grads_of(c.segments);
       for (std::size_t i = 0; i < g.size(); ++i) {
-        c.identical = c.identical && std::memcmp(g[i].data_ptr(), plain[i].data_ptr(), g[i].nbytes()) == 0;
-        c.max_abs_diff = std::max(c.max_abs_diff, static_cast<double>(max((g[i] - plain[i]).abs()).item<float>()));
+        c.identical =
+            c.identical && std::memcmp(g[i].data_ptr(), plain[i].data_ptr(), g[i].nbytes()) == 0;
+        c.max_abs_diff = std::max(c.max_abs_diff,
+                                  static_cast<double>(max((g[i] - plain[i]).abs()).item<float>()));
       }
     }
     sgd.zero_grad();
@@ -185,14 +193,15 @@ int run(int argc, char** argv) {
     std::printf("%s\n", j.str().c_str());
   } else {
     if (deep)
-      std::printf("deep conv net: %d blocks of %lld channels, input %lldx3x%lldx%lld, %d threads\n", blocks,
-                  static_cast<long long>(channels), static_cast<long long>(batch), static_cast<long long>(size),
-                  static_cast<long long>(size), static_cast<int>(cli.get_int("threads")));
-    else
-      std::printf("%s, input %lldx1x28x28, %d threads\n", model_name.c_str(), static_cast<long long>(batch),
+      std::printf("deep conv net: %d blocks of %lld channels, input %lldx3x%lldx%lld, %d threads\n",
+                  blocks, static_cast<long long>(channels), static_cast<long long>(batch),
+                  static_cast<long long>(size), static_cast<long long>(size),
                   static_cast<int>(cli.get_int("threads")));
-    std::printf("%-9s %14s %9s %9s %11s %9s %10s  %s\n", "segments", "peak alloc", "vs plain", "step ms",
-                "time ratio", "cpu ms", "cpu ratio", "gradients");
+    else
+      std::printf("%s, input %lldx1x28x28, %d threads\n", model_name.c_str(),
+                  static_cast<long long>(batch), static_cast<int>(cli.get_int("threads")));
+    std::printf("%-9s %14s %9s %9s %11s %9s %10s  %s\n", "segments", "peak alloc", "vs plain",
+                "step ms", "time ratio", "cpu ms", "cpu ratio", "gradients");
     for (const Config& c : configs) {
       char gradients[64];
       if (c.identical)
@@ -202,7 +211,8 @@ int run(int argc, char** argv) {
       char name[16];
       std::snprintf(name, sizeof name, c.segments == 0 ? "plain" : "%d", c.segments);
       std::printf("%-9s %10.2f MiB %8.1f%% %9.1f %10.3fx %9.1f %9.3fx  %s\n", name,
-                  static_cast<double>(c.peak) / (1 << 20), -100.0 * (1.0 - static_cast<double>(c.peak) / plain_peak),
+                  static_cast<double>(c.peak) / (1 << 20),
+                  -100.0 * (1.0 - static_cast<double>(c.peak) / plain_peak),
                   bench::median(c.step_ms), bench::median(c.ratio), bench::median(c.cpu_ms),
                   bench::median(c.cpu_ratio), gradients);
     }

@@ -27,7 +27,8 @@ int run(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   const std::string model = cli.get("model");
   const auto shapes = bench::conv_shapes(model);
-  FRUGAL_CHECK(!shapes.empty(), "frugal-bench-conv: unknown model '" + model + "' (cnn or mobilenet)");
+  FRUGAL_CHECK(!shapes.empty(),
+               "frugal-bench-conv: unknown model '" + model + "' (cnn or mobilenet)");
   const std::int64_t batch = cli.get_int("batch");
   const int reps = static_cast<int>(cli.get_int("reps"));
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
@@ -38,8 +39,9 @@ int run(int argc, char** argv) {
   for (const auto& s : shapes) {
     Tensor x = randn({batch, s.in_channels, s.size, s.size}, {}, &gen);
     if (s.input_needs_grad) x.requires_grad_();
-    const Tensor w = mul(randn({s.out_channels, s.in_channels / s.groups, s.kernel, s.kernel}, {}, &gen), 0.1)
-                         .requires_grad_();
+    const Tensor w =
+        mul(randn({s.out_channels, s.in_channels / s.groups, s.kernel, s.kernel}, {}, &gen), 0.1)
+            .requires_grad_();
     const Int2 stride{s.stride, s.stride}, pad{s.padding, s.padding};
     Tensor g;
     {
@@ -75,8 +77,8 @@ int run(int argc, char** argv) {
     j.field("total_forward_backward_ms", total_fwd_bwd / 1e6);
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::printf("%-24s forward %8.3f ms   forward+backward %8.3f ms\n", "all layers", total_fwd / 1e6,
-                total_fwd_bwd / 1e6);
+    std::printf("%-24s forward %8.3f ms   forward+backward %8.3f ms\n", "all layers",
+                total_fwd / 1e6, total_fwd_bwd / 1e6);
   }
   return 0;
 }

@@ -30,7 +30,8 @@ int run(int argc, char** argv) {
   const std::int64_t n = cli.get_int("size");
   const int threads = static_cast<int>(cli.get_int("threads"));
   const int reps = static_cast<int>(cli.get_int("reps"));
-  FRUGAL_CHECK(n > 0 && threads > 0 && reps > 0, "frugal-bench-gemm: size, threads and reps must be positive");
+  FRUGAL_CHECK(n > 0 && threads > 0 && reps > 0,
+               "frugal-bench-gemm: size, threads and reps must be positive");
   kernels::cpu::set_num_threads(threads);
   Eigen::setNbThreads(threads);
 
@@ -38,7 +39,8 @@ int run(int argc, char** argv) {
   const Tensor a = randn({n, n}, {}, &gen), b = randn({n, n}, {}, &gen);
   const Eigen::Map<const RowMajor> ea(a.data_ptr<float>(), n, n), eb(b.data_ptr<float>(), n, n);
   RowMajor ec(n, n);
-  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
 
   NoGradGuard no_grad;
   std::vector<double> f_gflops, e_gflops, ratios;
@@ -54,7 +56,8 @@ int run(int argc, char** argv) {
     e_gflops.push_back(flops / te);
     ratios.push_back(te / tf);  // frugal throughput / Eigen throughput
   }
-  const double fg = bench::median(f_gflops), eg = bench::median(e_gflops), ratio = bench::median(ratios);
+  const double fg = bench::median(f_gflops), eg = bench::median(e_gflops),
+               ratio = bench::median(ratios);
   if (cli.has("json")) {
     JsonWriter j;
     j.field("size", n);

@@ -57,10 +57,11 @@ std::vector<float> parse_floats(const std::string& text) {
 }
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-loader-bench",
-                  "Images/s of a DataLoader over an ImageFolder tree or packed shards (random crop\n"
-                  "with padding, horizontal flip, to-tensor, normalize), and the process's peak RSS\n"
-                  "after each epoch.");
+  CommandLine cli(
+      "frugal-loader-bench",
+      "Images/s of a DataLoader over an ImageFolder tree or packed shards (random crop\n"
+      "with padding, horizontal flip, to-tensor, normalize), and the process's peak RSS\n"
+      "after each epoch.");
   cli.option("data", "PATH", "an ImageFolder root, or .frs shards (a file or a directory of them)");
   cli.option("workers", "N", "worker threads (0: batches made on the consuming thread)", "0");
   cli.option("batch-size", "N", "samples per batch", "128");
@@ -75,7 +76,8 @@ int run(int argc, char** argv) {
   cli.flag("no-flip", "leave out the random horizontal flip");
   cli.flag("pin-memory", "batch buffers from the pinned allocator");
   cli.flag("persistent-workers", "keep the worker threads from one epoch to the next");
-  cli.flag("shard-shuffle", "shards: shuffle shard order and within shards (default: a global shuffle)");
+  cli.flag("shard-shuffle",
+           "shards: shuffle shard order and within shards (default: a global shuffle)");
   cli.option("json", "PATH", "write the figures as JSON");
   if (!cli.parse(argc, argv)) return 0;
   FRUGAL_CHECK(cli.has("data"), "--data is required (see --help)");
@@ -85,10 +87,12 @@ int run(int argc, char** argv) {
 
   Compose transform;
   if (cli.get_int("crop") > 0)
-    transform.add(std::make_shared<RandomCrop>(static_cast<int>(cli.get_int("crop")), static_cast<int>(cli.get_int("pad"))));
+    transform.add(std::make_shared<RandomCrop>(static_cast<int>(cli.get_int("crop")),
+                                               static_cast<int>(cli.get_int("pad"))));
   if (!cli.has("no-flip")) transform.add(std::make_shared<RandomHorizontalFlip>());
   transform.add(std::make_shared<ToTensor>());
-  transform.add(std::make_shared<Normalize>(parse_floats(cli.get("mean")), parse_floats(cli.get("std"))));
+  transform.add(
+      std::make_shared<Normalize>(parse_floats(cli.get("mean")), parse_floats(cli.get("std"))));
 
   const bool shards = is_shards(path);
   const int channels = static_cast<int>(cli.get_int("channels"));
@@ -96,12 +100,15 @@ int run(int argc, char** argv) {
   std::shared_ptr<const Sampler> sampler;
   const auto seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   if (shards) {
-    auto set = std::make_shared<ShardDataset>(std::vector<std::string>{path},
-                                              ShardDatasetOptions{.channels = channels, .transform = transform});
-    if (cli.has("shard-shuffle")) sampler = std::make_shared<ShardShuffleSampler>(set->group_sizes(), seed);
+    auto set = std::make_shared<ShardDataset>(
+        std::vector<std::string>{path},
+        ShardDatasetOptions{.channels = channels, .transform = transform});
+    if (cli.has("shard-shuffle"))
+      sampler = std::make_shared<ShardShuffleSampler>(set->group_sizes(), seed);
     dataset = set;
   } else {
-    dataset = std::make_shared<ImageFolder>(path, ImageFolderOptions{.channels = channels, .transform = transform});
+    dataset = std::make_shared<ImageFolder>(
+        path, ImageFolderOptions{.channels = channels, .transform = transform});
   }
   if (!sampler) sampler = std::make_shared<RandomSampler>(dataset->size(), seed);
   DataLoaderOptions options;
@@ -113,15 +120,17 @@ int run(int argc, char** argv) {
   options.persistent_workers = cli.has("persistent-workers");
   DataLoader loader(dataset, sampler, options);
 
-  std::printf("frugal-loader-bench: %s (%s), %lld samples, batch %lld, %d workers, %s\n", path.c_str(),
-              shards ? "shards" : "ImageFolder", static_cast<long long>(dataset->size()),
-              static_cast<long long>(options.batch_size), options.num_workers, transform.str().c_str());
+  std::printf("frugal-loader-bench: %s (%s), %lld samples, batch %lld, %d workers, %s\n",
+              path.c_str(), shards ? "shards" : "ImageFolder",
+              static_cast<long long>(dataset->size()), static_cast<long long>(options.batch_size),
+              options.num_workers, transform.str().c_str());
   std::vector<double> rates;
   std::vector<std::int64_t> peaks;
   double checksum = 0;  // the consumer reads one value per batch, so nothing is optimised away
   for (std::int64_t e = 0; e < epochs; ++e) {
     loader.set_epoch(e);
-    ProgressBar bar("epoch " + std::to_string(e + 1), static_cast<std::uint64_t>(loader.num_batches()));
+    ProgressBar bar("epoch " + std::to_string(e + 1),
+                    static_cast<std::uint64_t>(loader.num_batches()));
     std::int64_t images = 0, batches = 0;
     const double t0 = bench::now_ns();
     for (Batch& b : loader) {
@@ -133,14 +142,18 @@ int run(int argc, char** argv) {
     bar.finish();
     rates.push_back(static_cast<double>(images) / seconds);
     peaks.push_back(proc_status_bytes("VmHWM"));
-    std::printf("epoch %lld: %lld images in %.3f s, %.0f images/s, peak RSS %s\n", static_cast<long long>(e + 1),
-                static_cast<long long>(images), seconds, rates.back(), format_bytes(peaks.back()).c_str());
+    std::printf("epoch %lld: %lld images in %.3f s, %.0f images/s, peak RSS %s\n",
+                static_cast<long long>(e + 1), static_cast<long long>(images), seconds,
+                rates.back(), format_bytes(peaks.back()).c_str());
   }
   const double median = bench::median(rates);
-  const double growth = 100.0 * static_cast<double>(peaks.back() - peaks.front()) / static_cast<double>(peaks.front());
-  std::printf("median %.0f images/s; peak RSS after epoch 1 %s, after epoch %lld %s (%+.2f%%); checksum %g\n", median,
-              format_bytes(peaks.front()).c_str(), static_cast<long long>(epochs), format_bytes(peaks.back()).c_str(),
-              growth, checksum);
+  const double growth = 100.0 * static_cast<double>(peaks.back() - peaks.front()) /
+                        static_cast<double>(peaks.front());
+  std::printf(
+      "median %.0f images/s; peak RSS after epoch 1 %s, after epoch %lld %s (%+.2f%%); checksum "
+      "%g\n",
+      median, format_bytes(peaks.front()).c_str(), static_cast<long long>(epochs),
+      format_bytes(peaks.back()).c_str(), growth, checksum);
   if (cli.has("json")) {
     JsonWriter j;
     j.field("data", path);

@@ -21,7 +21,8 @@ using namespace frugal;
 namespace {
 
 template <class F>
-double median_rate(std::int64_t images_per_call, const F& fn, int warmup = 10, int timed = 50, int repeats = 3) {
+double median_rate(std::int64_t images_per_call, const F& fn, int warmup = 10, int timed = 50,
+                   int repeats = 3) {
   std::vector<double> rates;
   for (int r = 0; r < repeats; ++r) {
     for (int i = 0; i < warmup; ++i) fn();
@@ -40,7 +41,8 @@ int run(int argc, char** argv) {
   cli.option("threads", "N", "threads", "2");
   cli.option("batch-size", "N", "training batch", "128");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
-  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (autocast over forward and loss)", "off");
+  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (autocast over forward and loss)",
+             "off");
   cli.flag("json", "print the results as JSON");
   if (!cli.parse(argc, argv)) return 0;
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
@@ -84,7 +86,8 @@ int run(int argc, char** argv) {
     j.field("peak_rss_bytes", static_cast<std::int64_t>(usage.ru_maxrss) * 1024);
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::printf("%s: training %.0f img/s, inference %.0f img/s\n", cli.get("model").c_str(), train_rate, infer_rate);
+    std::printf("%s: training %.0f img/s, inference %.0f img/s\n", cli.get("model").c_str(),
+                train_rate, infer_rate);
   }
   return 0;
 }

@@ -33,8 +33,9 @@ void append(void* context, void* data, int size) {
 }
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-bench-write-images",
-                  "Writes idx images (the MNIST family) as an ImageFolder tree of PNG or JPEG files.");
+  CommandLine cli(
+      "frugal-bench-write-images",
+      "Writes idx images (the MNIST family) as an ImageFolder tree of PNG or JPEG files.");
   cli.option("data", "DIR", "idx files", data::kDefaultFashionMnistDir);
   cli.option("split", "NAME", "train or test", "train");
   cli.option("count", "N", "images to write (the first N)", "10000");
@@ -44,8 +45,8 @@ int run(int argc, char** argv) {
   FRUGAL_CHECK(cli.has("output"), "--output is required");
   const std::string format = cli.get("format");
   FRUGAL_CHECK(format == "png" || format == "jpg", "--format must be png or jpg");
-  const data::MnistDataset set =
-      data::load_mnist(cli.get("data"), cli.get("split") == "test" ? data::Split::Test : data::Split::Train);
+  const data::MnistDataset set = data::load_mnist(
+      cli.get("data"), cli.get("split") == "test" ? data::Split::Test : data::Split::Train);
   const std::int64_t count = std::min<std::int64_t>(cli.get_int("count"), set.size());
   const fs::path root = cli.get("output");
   for (const char* c : kClasses) fs::create_directories(root / c);
@@ -71,7 +72,8 @@ int run(int argc, char** argv) {
     if (i % 256 == 0) bar.update(static_cast<std::uint64_t>(i));
   }
   bar.finish();
-  std::printf("wrote %lld %s images under %s\n", static_cast<long long>(count), format.c_str(), root.c_str());
+  std::printf("wrote %lld %s images under %s\n", static_cast<long long>(count), format.c_str(),
+              root.c_str());
   return 0;
 }
 

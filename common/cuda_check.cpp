@@ -13,16 +13,16 @@ std::string where(const char* call, const char* file, int line) {
 void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
   // Clear the sticky "last error" of a non-fatal failure so later checks are not blamed.
   (void)cudaGetLastError();
-  throw CudaError(std::string("CUDA error ") + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) +
-                      ") in " + where(call, file, line),
+  throw CudaError(std::string("CUDA error ") + cudaGetErrorName(error) + " (" +
+                      cudaGetErrorString(error) + ") in " + where(call, file, line),
                   static_cast<int>(error));
 }
 
 void throw_cu_error(CUresult result, const char* call, const char* file, int line) {
   // The driver's own name and text are looked up by the caller's loaded entry points when
   // there are any; the number is always there.
-  throw CudaError(std::string("CUDA driver error ") + std::to_string(static_cast<int>(result)) + " in " +
-                      where(call, file, line),
+  throw CudaError(std::string("CUDA driver error ") + std::to_string(static_cast<int>(result)) +
+                      " in " + where(call, file, line),
                   static_cast<int>(result));
 }
 

@@ -34,7 +34,8 @@ inline std::uint16_t float_to_half_bits(float f) {
   std::uint32_t x = float_bits(f);
   std::uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return static_cast<std::uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (x >= 0x7f800000u)
+    return static_cast<std::uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
   if (x >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
   if (x < 0x38800000u) {  // below the smallest normal half: a subnormal or zero
     // Adding 0.5 (as float) aligns the subnormal's bits at the bottom and rounds for us.

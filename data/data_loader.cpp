@@ -30,7 +30,8 @@ Tensor empty_batch(IntArrayRef sizes, ScalarType dtype, bool pinned) {
   if (!pinned) return empty(sizes, dtype);
   const std::size_t nbytes = static_cast<std::size_t>(shape_numel(sizes)) * element_size(dtype);
   auto storage = std::make_shared<StorageImpl>(nbytes, alloc::pinned_allocator(), true);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes, contiguous_strides(sizes), 0, dtype));
+  return Tensor(
+      std::make_shared<TensorImpl>(std::move(storage), sizes, contiguous_strides(sizes), 0, dtype));
 }
 
 DimVector with_batch(std::int64_t batch, const DimVector& sample) {
@@ -96,7 +97,8 @@ struct LoaderEpoch::State {
   std::shared_ptr<WorkerTeam> team;
 
   std::int64_t batch_count(std::int64_t b) const {
-    return std::min(options.batch_size, static_cast<std::int64_t>(order.size()) - b * options.batch_size);
+    return std::min(options.batch_size,
+                    static_cast<std::int64_t>(order.size()) - b * options.batch_size);
   }
   std::int64_t end_position() const {
     return std::min(static_cast<std::int64_t>(order.size()), num_batches * options.batch_size);
@@ -114,8 +116,10 @@ struct LoaderEpoch::State {
 void LoaderEpoch::State::allocate(Slot& slot, std::int64_t b) {
   const std::int64_t count = batch_count(b);
   slot.index = b;
-  slot.batch.data = empty_batch(with_batch(count, spec.data_sizes), spec.data_dtype, options.pin_memory);
-  slot.batch.target = empty_batch(with_batch(count, spec.target_sizes), spec.target_dtype, options.pin_memory);
+  slot.batch.data =
+      empty_batch(with_batch(count, spec.data_sizes), spec.data_dtype, options.pin_memory);
+  slot.batch.target =
+      empty_batch(with_batch(count, spec.target_sizes), spec.target_dtype, options.pin_memory);
   slot.errors.assign(static_cast<std::size_t>(count), nullptr);
   slot.unfinished = count;
   slot.done = false;
@@ -134,7 +138,8 @@ void LoaderEpoch::State::fill(Slot& slot, std::int64_t b, std::int64_t from, std
     const std::int64_t index = order[static_cast<std::size_t>(base + i)];
     // Two samples ahead: enough to hide a memory miss, not so far that it is evicted again.
     dataset->prefetch(order[static_cast<std::size_t>(std::min(base + i + 2, last))]);
-    const SampleSlot sample{data + static_cast<std::size_t>(i) * data_bytes, target + static_cast<std::size_t>(i) * target_bytes,
+    const SampleSlot sample{data + static_cast<std::size_t>(i) * data_bytes,
+                            target + static_cast<std::size_t>(i) * target_bytes,
                             sample_seed(options.seed, epoch, index)};
     try {
       dataset->get(index, sample);
@@ -161,8 +166,8 @@ void LoaderEpoch::State::finish(Slot& slot) {
       ++kept;
       continue;
     }
-    const SampleError error =
-        as_sample_error(slot.errors[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(base + i)], *dataset);
+    const SampleError error = as_sample_error(slot.errors[static_cast<std::size_t>(i)],
+                                              order[static_cast<std::size_t>(base + i)], *dataset);
     if (!options.skip_bad) {
       slot.error = std::make_exception_ptr(error);
       break;
@@ -217,7 +222,8 @@ void LoaderEpoch::State::work_one_chunk(std::unique_lock<alloc::SpinMutex>& lock
 void LoaderEpoch::State::work() {
   std::unique_lock<alloc::SpinMutex> lock(mutex);
   for (;;) {
-    changed.wait(lock, [&] { return stop || fatal || next_position >= end_position() || claimable(); });
+    changed.wait(lock,
+                 [&] { return stop || fatal || next_position >= end_position() || claimable(); });
     if (!claimable()) return;
     work_one_chunk(lock);
   }
@@ -253,8 +259,10 @@ class WorkerTeam {
   // Starts `job` on the team; a frugal::Error if the team is still busy with another epoch.
   void submit(std::shared_ptr<LoaderEpoch::State> job) {
     std::lock_guard<std::mutex> lock(mutex_);
-    FRUGAL_CHECK(!job_, "DataLoader (persistent_workers): the workers are still making another epoch's batches; "
-                        "finish or destroy that epoch before starting the next");
+    FRUGAL_CHECK(
+        !job_,
+        "DataLoader (persistent_workers): the workers are still making another epoch's batches; "
+        "finish or destroy that epoch before starting the next");
     job_ = std::move(job);
     ++generation_;
     changed_.notify_all();
@@ -310,8 +318,10 @@ class WorkerTeam {
 
 LoaderEpoch::LoaderEpoch(std::shared_ptr<State> state) : state_(std::move(state)) {
   State& s = *state_;
-  s.data_bytes = static_cast<std::size_t>(shape_numel(s.spec.data_sizes)) * element_size(s.spec.data_dtype);
-  s.target_bytes = static_cast<std::size_t>(shape_numel(s.spec.target_sizes)) * element_size(s.spec.target_dtype);
+  s.data_bytes =
+      static_cast<std::size_t>(shape_numel(s.spec.data_sizes)) * element_size(s.spec.data_dtype);
+  s.target_bytes = static_cast<std::size_t>(shape_numel(s.spec.target_sizes)) *
+                   element_size(s.spec.target_dtype);
   s.next_to_give = s.first_batch;
   s.next_position = s.first_batch * s.options.batch_size;
   if (s.options.num_workers == 0 || s.first_batch >= s.num_batches) return;
@@ -343,7 +353,8 @@ std::optional<Batch> LoaderEpoch::next() {
       got = s.make_now(b);
     } else {
       std::unique_lock<alloc::SpinMutex> lock(s.mutex);
-      State::Slot& slot = s.ring[static_cast<std::size_t>(b % static_cast<std::int64_t>(s.ring.size()))];
+      State::Slot& slot =
+          s.ring[static_cast<std::size_t>(b % static_cast<std::int64_t>(s.ring.size()))];
       s.changed.wait(lock, [&] { return s.fatal || (slot.index == b && slot.done); });
       if (s.fatal) {
         s.next_to_give = s.num_batches;
@@ -394,20 +405,27 @@ std::shared_ptr<const Sampler> default_sampler(const std::shared_ptr<const Datas
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : DataLoader(dataset, default_sampler(dataset, options), options) {}
 
-DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<const Sampler> sampler,
-                       DataLoaderOptions options)
-    : dataset_(std::move(dataset)), sampler_(std::move(sampler)), options_(std::move(options)),
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset,
+                       std::shared_ptr<const Sampler> sampler, DataLoaderOptions options)
+    : dataset_(std::move(dataset)),
+      sampler_(std::move(sampler)),
+      options_(std::move(options)),
       skipped_(std::make_shared<std::atomic<std::int64_t>>(0)) {
   FRUGAL_CHECK(dataset_ != nullptr, "DataLoader: the dataset is null");
   FRUGAL_CHECK(sampler_ != nullptr, "DataLoader: the sampler is null");
-  FRUGAL_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got " + std::to_string(options_.batch_size));
-  FRUGAL_CHECK(options_.num_workers >= 0 && options_.num_workers <= 1024,
-               "DataLoader: num_workers must be in [0, 1024], got " + std::to_string(options_.num_workers));
-  FRUGAL_CHECK(options_.prefetch >= 1, "DataLoader: prefetch must be at least 1, got " + std::to_string(options_.prefetch));
-  FRUGAL_CHECK(!options_.transform, "DataLoader: options.transform is InMemoryLoader's batch transform; give a "
-                                    "DataLoader's dataset its transforms instead");
-  FRUGAL_CHECK(sampler_->size() == dataset_->size(), "DataLoader: the sampler covers " + std::to_string(sampler_->size()) +
-                                                         " samples but the dataset has " + std::to_string(dataset_->size()));
+  FRUGAL_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got " +
+                                            std::to_string(options_.batch_size));
+  FRUGAL_CHECK(
+      options_.num_workers >= 0 && options_.num_workers <= 1024,
+      "DataLoader: num_workers must be in [0, 1024], got " + std::to_string(options_.num_workers));
+  FRUGAL_CHECK(options_.prefetch >= 1,
+               "DataLoader: prefetch must be at least 1, got " + std::to_string(options_.prefetch));
+  FRUGAL_CHECK(!options_.transform,
+               "DataLoader: options.transform is InMemoryLoader's batch transform; give a "
+               "DataLoader's dataset its transforms instead");
+  FRUGAL_CHECK(sampler_->size() == dataset_->size(),
+               "DataLoader: the sampler covers " + std::to_string(sampler_->size()) +
+                   " samples but the dataset has " + std::to_string(dataset_->size()));
 }
 
 std::int64_t DataLoader::num_batches() const {
@@ -417,8 +435,8 @@ std::int64_t DataLoader::num_batches() const {
 
 std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   FRUGAL_CHECK(first_batch >= 0 && first_batch <= num_batches(),
-               "DataLoader::start: batch " + std::to_string(first_batch) + " is out of range: the epoch has " +
-                   std::to_string(num_batches()) + " batches");
+               "DataLoader::start: batch " + std::to_string(first_batch) +
+                   " is out of range: the epoch has " + std::to_string(num_batches()) + " batches");
   auto state = std::make_shared<LoaderEpoch::State>();
   state->dataset = dataset_;
   state->spec = dataset_->spec();
@@ -426,11 +444,12 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   state->epoch = epoch_;
   state->order = sampler_->order(epoch_);
   FRUGAL_CHECK(static_cast<std::int64_t>(state->order.size()) == dataset_->size(),
-               "DataLoader: the sampler gave " + std::to_string(state->order.size()) + " indices for " +
-                   std::to_string(dataset_->size()) + " samples");
+               "DataLoader: the sampler gave " + std::to_string(state->order.size()) +
+                   " indices for " + std::to_string(dataset_->size()) + " samples");
   for (std::int64_t i : state->order)
-    FRUGAL_CHECK(i >= 0 && i < dataset_->size(), "DataLoader: the sampler gave index " + std::to_string(i) +
-                                                     ", out of range for " + std::to_string(dataset_->size()) + " samples");
+    FRUGAL_CHECK(i >= 0 && i < dataset_->size(), "DataLoader: the sampler gave index " +
+                                                     std::to_string(i) + ", out of range for " +
+                                                     std::to_string(dataset_->size()) + " samples");
   state->num_batches = num_batches();
   state->first_batch = first_batch;
   state->skipped = skipped_;
@@ -441,6 +460,8 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   return std::unique_ptr<LoaderEpoch>(new LoaderEpoch(std::move(state)));
 }
 
-DataLoader::Iterator DataLoader::begin() const { return Iterator(std::shared_ptr<LoaderEpoch>(start(0))); }
+DataLoader::Iterator DataLoader::begin() const {
+  return Iterator(std::shared_ptr<LoaderEpoch>(start(0)));
+}
 
 }  // namespace frugal::data

@@ -53,8 +53,8 @@ void InputFile::read_exact(void* dst, std::size_t n, const std::string& item) {
 
 void InputFile::seek(std::uint64_t offset) {
   FRUGAL_CHECK(::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) == 0,
-               std::string(what_) + ": " + path_ + ": cannot seek to byte " + std::to_string(offset) +
-                   ": " + errno_text());
+               std::string(what_) + ": " + path_ + ": cannot seek to byte " +
+                   std::to_string(offset) + ": " + errno_text());
 }
 
 AtomicFile::AtomicFile(const std::string& path, const char* what)
@@ -98,19 +98,21 @@ void AtomicFile::commit() {
     fail("cannot close " + temp_path_);
   }
   fd_ = -1;
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("cannot rename " + temp_path_ + " to " + path_);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    fail("cannot rename " + temp_path_ + " to " + path_);
   committed_ = true;
   // The rename is an update of the directory, durable only once the directory is synced.
   const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   const std::string dir = (parent.empty() ? std::filesystem::path(".") : parent).string();
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  FRUGAL_CHECK(dfd >= 0, std::string(what_) + ": wrote " + path_ + " but cannot open its directory " + dir +
+  FRUGAL_CHECK(dfd >= 0, std::string(what_) + ": wrote " + path_ +
+                             " but cannot open its directory " + dir +
                              " to sync it: " + errno_text());
   const int rc = ::fsync(dfd);
   const std::string why = rc != 0 ? errno_text() : "";
   ::close(dfd);
-  FRUGAL_CHECK(rc == 0, std::string(what_) + ": wrote " + path_ + " but cannot fsync directory " + dir +
-                            ": " + why);
+  FRUGAL_CHECK(rc == 0, std::string(what_) + ": wrote " + path_ + " but cannot fsync directory " +
+                            dir + ": " + why);
 }
 
 }  // namespace frugal::data

@@ -79,7 +79,8 @@ class GzipSource final : public Source {
         next_member();
       } else if (rc == Z_BUF_ERROR && input_done_) {
         // No progress possible: the compressed input ran out before the stream's end.
-        fail(file_.path(), "truncated gzip stream: the file ends before the end of the compressed data");
+        fail(file_.path(),
+             "truncated gzip stream: the file ends before the end of the compressed data");
       } else if (rc != Z_OK) {
         fail(file_.path(), std::string("corrupt gzip stream: ") + (zs_.msg ? zs_.msg : zError(rc)));
       }
@@ -109,7 +110,8 @@ class GzipSource final : public Source {
       return;
     }
     const std::uint64_t trailing = file_.size() - (consumed_ - zs_.avail_in);
-    fail(file_.path(), std::to_string(trailing) + " trailing bytes after the end of the gzip stream");
+    fail(file_.path(),
+         std::to_string(trailing) + " trailing bytes after the end of the gzip stream");
   }
 
   InputFile& file_;
@@ -135,8 +137,10 @@ IdxType idx_type(const std::string& path, unsigned code) {
     case 0x09:
       fail(path, "type code 0x09 (signed byte) has no frugal dtype (frugal has uint8 but no int8)");
     default:
-      fail(path, "unknown type code " + hex(code, 2) +
-                     " (idx knows 0x08 ubyte, 0x09 sbyte, 0x0B short, 0x0C int, 0x0D float, 0x0E double)");
+      fail(
+          path,
+          "unknown type code " + hex(code, 2) +
+              " (idx knows 0x08 ubyte, 0x09 sbyte, 0x0B short, 0x0C int, 0x0D float, 0x0E double)");
   }
 }
 
@@ -148,7 +152,8 @@ void to_native(void* data, std::int64_t numel, std::size_t file_bytes) {
     auto* bytes = static_cast<const unsigned char*>(data);
     auto* out = static_cast<std::int32_t*>(data);
     for (std::int64_t i = numel - 1; i >= 0; --i)
-      out[i] = static_cast<std::int16_t>(static_cast<std::uint16_t>((bytes[2 * i] << 8) | bytes[2 * i + 1]));
+      out[i] = static_cast<std::int16_t>(
+          static_cast<std::uint16_t>((bytes[2 * i] << 8) | bytes[2 * i + 1]));
     return;
   }
   if constexpr (std::endian::native == std::endian::little) {
@@ -177,8 +182,10 @@ Tensor read_idx(const std::string& path) {
     source = std::make_unique<PlainSource>(file);
 
   std::size_t got = source->read(head, 4);
-  if (got < 4) fail(path, "truncated header: expected 4 bytes of magic, found " + std::to_string(got));
-  const unsigned magic = (unsigned{head[0]} << 24) | (unsigned{head[1]} << 16) | (unsigned{head[2]} << 8) | head[3];
+  if (got < 4)
+    fail(path, "truncated header: expected 4 bytes of magic, found " + std::to_string(got));
+  const unsigned magic =
+      (unsigned{head[0]} << 24) | (unsigned{head[1]} << 16) | (unsigned{head[2]} << 8) | head[3];
   if (head[0] != 0 || head[1] != 0)
     fail(path, "bad magic " + hex(magic, 8) +
                    ": an idx file starts with two zero bytes, a type code and the number of dims");
@@ -186,21 +193,23 @@ Tensor read_idx(const std::string& path) {
   const int ndims = head[3];
   if (ndims == 0) fail(path, "the header declares zero dims");
   if (ndims > kMaxDims)
-    fail(path, "the header declares " + std::to_string(ndims) + " dims; frugal tensors have at most " +
-                   std::to_string(kMaxDims));
+    fail(path, "the header declares " + std::to_string(ndims) +
+                   " dims; frugal tensors have at most " + std::to_string(kMaxDims));
 
   unsigned char dim_bytes[4 * kMaxDims];
   got = source->read(dim_bytes, 4 * static_cast<std::size_t>(ndims));
   if (got < 4u * ndims)
-    fail(path, "truncated header: expected " + std::to_string(4 * ndims) + " bytes of dims, found " +
-                   std::to_string(got));
+    fail(path, "truncated header: expected " + std::to_string(4 * ndims) +
+                   " bytes of dims, found " + std::to_string(got));
   std::vector<std::int64_t> dims(ndims);
   std::uint64_t bytes = type.file_bytes;
   for (int d = 0; d < ndims; ++d) {
     const unsigned char* b = dim_bytes + 4 * d;
-    const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
+    const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
+                            (std::uint32_t{b[2]} << 8) | b[3];
     if (v > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()))
-      fail(path, "dim " + std::to_string(d) + " is negative (" + std::to_string(static_cast<std::int32_t>(v)) + ")");
+      fail(path, "dim " + std::to_string(d) + " is negative (" +
+                     std::to_string(static_cast<std::int32_t>(v)) + ")");
     dims[d] = v;
     // Each dim is < 2^31, so the product stays below 2^64 while it is under kMaxBytes.
     if (bytes <= kMaxBytes) bytes *= v;
@@ -209,17 +218,18 @@ Tensor read_idx(const std::string& path) {
   if (bytes > kMaxBytes) fail(path, "absurd size: dims " + shape + " would need more than 64 TiB");
   const std::uint64_t header = 4 + 4 * static_cast<std::uint64_t>(ndims);
   if (!gzip && file.size() - header < bytes)
-    fail(path, "truncated data: dims " + shape + " of " + type.name + " need " + std::to_string(bytes) +
-                   " bytes, found " + std::to_string(file.size() - header));
+    fail(path, "truncated data: dims " + shape + " of " + type.name + " need " +
+                   std::to_string(bytes) + " bytes, found " + std::to_string(file.size() - header));
   if (gzip && bytes > file.size() * kMaxDeflateRatio)
-    fail(path, "absurd size: dims " + shape + " need " + std::to_string(bytes) + " bytes, more than a gzip file of " +
-                   std::to_string(file.size()) + " bytes can hold");
+    fail(path, "absurd size: dims " + shape + " need " + std::to_string(bytes) +
+                   " bytes, more than a gzip file of " + std::to_string(file.size()) +
+                   " bytes can hold");
 
   Tensor t = empty(dims, type.dtype);
   got = source->read(t.data_ptr(), static_cast<std::size_t>(bytes));
   if (got < bytes)
-    fail(path, "truncated data: dims " + shape + " of " + type.name + " need " + std::to_string(bytes) +
-                   " bytes, found " + std::to_string(got));
+    fail(path, "truncated data: dims " + shape + " of " + type.name + " need " +
+                   std::to_string(bytes) + " bytes, found " + std::to_string(got));
   unsigned char rest[4096];
   std::uint64_t trailing = 0;
   while ((got = source->read(rest, sizeof rest)) > 0) trailing += got;

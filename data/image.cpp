@@ -23,7 +23,8 @@ namespace {
 const unsigned char kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
 std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
 }
 
 std::string hex(std::uint64_t v) {
@@ -32,8 +33,10 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-[[noreturn]] void damaged(const std::string& name, const char* format, std::size_t offset, const std::string& what) {
-  throw Error(name + ": damaged " + format + " at byte offset " + std::to_string(offset) + ": " + what);
+[[noreturn]] void damaged(const std::string& name, const char* format, std::size_t offset,
+                          const std::string& what) {
+  throw Error(name + ": damaged " + format + " at byte offset " + std::to_string(offset) + ": " +
+              what);
 }
 
 // Walks the chunks from the signature to IEND, checking that each lies inside the file and
@@ -46,16 +49,20 @@ void check_png(const unsigned char* b, std::size_t n, const std::string& name) {
     const std::uint32_t length = be32(b + pos);
     const unsigned char* type = b + pos + 4;
     const std::string type_name(reinterpret_cast<const char*>(type), 4);
-    if (length > 0x7fffffffu) damaged(name, "PNG", pos, "chunk length " + std::to_string(length) + " is invalid");
+    if (length > 0x7fffffffu)
+      damaged(name, "PNG", pos, "chunk length " + std::to_string(length) + " is invalid");
     if (first && type_name != "IHDR") damaged(name, "PNG", pos, "the first chunk is not IHDR");
     first = false;
     if (pos + 12 + std::size_t{length} > n)
       damaged(name, "PNG", pos, "chunk " + type_name + " of " + std::to_string(length) +
                                     " bytes runs past the end of the file (truncated)");
     const std::uint32_t stored = be32(b + pos + 8 + length);
-    const auto computed = static_cast<std::uint32_t>(crc32(crc32(0L, nullptr, 0), type, length + 4));
+    const auto computed =
+        static_cast<std::uint32_t>(crc32(crc32(0L, nullptr, 0), type, length + 4));
     if (stored != computed)
-      damaged(name, "PNG", pos, "chunk " + type_name + " has CRC " + hex(stored) + " but its bytes give " + hex(computed));
+      damaged(name, "PNG", pos,
+              "chunk " + type_name + " has CRC " + hex(stored) + " but its bytes give " +
+                  hex(computed));
     pos += 12 + std::size_t{length};
     if (type_name == "IEND") return;
   }
@@ -69,20 +76,23 @@ struct HuffmanDefined {
   bool dc[4] = {}, ac[4] = {};
 };
 
-void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name,
-                               HuffmanDefined& defined) {
+void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_t offset,
+                               const std::string& name, HuffmanDefined& defined) {
   std::size_t pos = 0;
   while (pos < n) {
-    if (pos + 17 > n) damaged(name, "JPEG", offset + pos, "Huffman table header runs past its segment");
+    if (pos + 17 > n)
+      damaged(name, "JPEG", offset + pos, "Huffman table header runs past its segment");
     const unsigned char q = p[pos];
     if ((q >> 4) > 1 || (q & 15) > 3)
       damaged(name, "JPEG", offset + pos, "Huffman table class/id byte " + hex(q) + " is invalid");
     std::size_t codes = 0;
     for (int i = 1; i <= 16; ++i) codes += p[pos + static_cast<std::size_t>(i)];
     if (codes > 256)
-      damaged(name, "JPEG", offset + pos, "Huffman table with " + std::to_string(codes) + " codes (at most 256)");
+      damaged(name, "JPEG", offset + pos,
+              "Huffman table with " + std::to_string(codes) + " codes (at most 256)");
     pos += 17 + codes;
-    if (pos > n) damaged(name, "JPEG", offset + pos - codes, "Huffman table values run past their segment");
+    if (pos > n)
+      damaged(name, "JPEG", offset + pos - codes, "Huffman table values run past their segment");
     ((q >> 4) == 0 ? defined.dc : defined.ac)[q & 15] = true;
   }
 }
@@ -90,21 +100,26 @@ void check_jpeg_huffman_tables(const unsigned char* p, std::size_t n, std::size_
 // A scan header (SOS): every Huffman table the scan decodes with must have been defined.
 // stb_image does not check, and decodes with whatever its (uninitialised) table memory holds,
 // reading outside it (found by tests/fuzz: a heap use-after-free read).
-void check_jpeg_scan(const unsigned char* p, std::size_t n, std::size_t offset, const std::string& name,
-                     const HuffmanDefined& defined) {
+void check_jpeg_scan(const unsigned char* p, std::size_t n, std::size_t offset,
+                     const std::string& name, const HuffmanDefined& defined) {
   if (n < 1) damaged(name, "JPEG", offset, "empty scan header");
   const std::size_t components = p[0];
   if (components < 1 || components > 4 || n < 1 + 2 * components + 3)
-    damaged(name, "JPEG", offset, "scan header for " + std::to_string(components) + " components is invalid");
-  const unsigned char ss = p[1 + 2 * components], se = p[2 + 2 * components], ah = p[3 + 2 * components] >> 4;
+    damaged(name, "JPEG", offset,
+            "scan header for " + std::to_string(components) + " components is invalid");
+  const unsigned char ss = p[1 + 2 * components], se = p[2 + 2 * components],
+                      ah = p[3 + 2 * components] >> 4;
   for (std::size_t c = 0; c < components; ++c) {
     const unsigned char tables = p[2 + 2 * c];
     const int dc = tables >> 4, ac = tables & 15;
-    if (dc > 3 || ac > 3) damaged(name, "JPEG", offset + 2 + 2 * c, "scan names Huffman table " + hex(tables));
+    if (dc > 3 || ac > 3)
+      damaged(name, "JPEG", offset + 2 + 2 * c, "scan names Huffman table " + hex(tables));
     if (ss == 0 && ah == 0 && !defined.dc[dc])
-      damaged(name, "JPEG", offset + 2 + 2 * c, "scan uses DC Huffman table " + std::to_string(dc) + ", never defined");
+      damaged(name, "JPEG", offset + 2 + 2 * c,
+              "scan uses DC Huffman table " + std::to_string(dc) + ", never defined");
     if (se > 0 && !defined.ac[ac])
-      damaged(name, "JPEG", offset + 2 + 2 * c, "scan uses AC Huffman table " + std::to_string(ac) + ", never defined");
+      damaged(name, "JPEG", offset + 2 + 2 * c,
+              "scan uses AC Huffman table " + std::to_string(ac) + ", never defined");
   }
 }
 
@@ -124,16 +139,19 @@ void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) 
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;  // no length
     if (pos + 2 > n) damaged(name, "JPEG", pos, "file ends inside a marker (truncated)");
     const std::size_t length = (std::size_t{b[pos]} << 8) | b[pos + 1];
-    if (length < 2) damaged(name, "JPEG", pos, "segment length " + std::to_string(length) + " is invalid");
+    if (length < 2)
+      damaged(name, "JPEG", pos, "segment length " + std::to_string(length) + " is invalid");
     if (pos + length > n)
-      damaged(name, "JPEG", pos - 2, "segment of " + std::to_string(length) + " bytes runs past the end (truncated)");
+      damaged(name, "JPEG", pos - 2,
+              "segment of " + std::to_string(length) + " bytes runs past the end (truncated)");
     if (marker == 0xC4) check_jpeg_huffman_tables(b + pos + 2, length - 2, pos + 2, name, huffman);
     if (marker == 0xDA) check_jpeg_scan(b + pos + 2, length - 2, pos + 2, name, huffman);
     pos += length;
     if (marker != 0xDA) continue;  // SOS: entropy-coded data follows, up to the next marker
     for (;;) {
       const void* ff = std::memchr(b + pos, 0xFF, n - pos);
-      if (!ff) damaged(name, "JPEG", n, "scan data runs to the end of the file without EOI (truncated)");
+      if (!ff)
+        damaged(name, "JPEG", n, "scan data runs to the end of the file without EOI (truncated)");
       pos = static_cast<std::size_t>(static_cast<const unsigned char*>(ff) - b);
       if (pos + 1 >= n) damaged(name, "JPEG", pos, "file ends inside the scan data (truncated)");
       const unsigned char next = b[pos + 1];
@@ -159,7 +177,8 @@ std::string ImageShape::str() const {
 
 ImageFormat sniff_image_format(const unsigned char* bytes, std::size_t size) {
   if (size >= 8 && std::memcmp(bytes, kPngSignature, 8) == 0) return ImageFormat::Png;
-  if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) return ImageFormat::Jpeg;
+  if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF)
+    return ImageFormat::Jpeg;
   return ImageFormat::Unknown;
 }
 
@@ -171,9 +190,11 @@ const char* image_format_name(ImageFormat f) {
   }
 }
 
-void decode_image(const unsigned char* bytes, std::size_t size, int channels, const std::string& name, Image& out) {
+void decode_image(const unsigned char* bytes, std::size_t size, int channels,
+                  const std::string& name, Image& out) {
   FRUGAL_CHECK(channels >= 0 && channels <= 4,
-               "decode_image: channels must be 0 (as stored), 1, 2, 3 or 4, got " + std::to_string(channels));
+               "decode_image: channels must be 0 (as stored), 1, 2, 3 or 4, got " +
+                   std::to_string(channels));
   const ImageFormat format = sniff_image_format(bytes, size);
   if (format == ImageFormat::Unknown) {
     std::string start;
@@ -191,24 +212,29 @@ void decode_image(const unsigned char* bytes, std::size_t size, int channels, co
 
   int width = 0, height = 0, stored = 0;
   if (!stbi_info_from_memory(bytes, len, &width, &height, &stored))
-    throw Error(name + ": cannot read the " + image_format_name(format) + " header: " + stbi_failure_reason());
+    throw Error(name + ": cannot read the " + image_format_name(format) +
+                " header: " + stbi_failure_reason());
   if (std::int64_t{width} * height > kMaxImagePixels)
     throw Error(name + ": image of " + std::to_string(width) + "x" + std::to_string(height) +
-                " pixels is larger than the limit of " + std::to_string(kMaxImagePixels) + " pixels");
+                " pixels is larger than the limit of " + std::to_string(kMaxImagePixels) +
+                " pixels");
   const int want = channels ? channels : stored;
   ImageShape shape{height, width, want, false, ImageLayout::HWC};
   int w = 0, h = 0, c = 0;
   if (format == ImageFormat::Png && stbi_is_16_bit_from_memory(bytes, len)) {
-    std::unique_ptr<stbi_us, StbFree> pixels(stbi_load_16_from_memory(bytes, len, &w, &h, &c, want));
+    std::unique_ptr<stbi_us, StbFree> pixels(
+        stbi_load_16_from_memory(bytes, len, &w, &h, &c, want));
     if (!pixels) throw Error(name + ": cannot decode the 16-bit PNG: " + stbi_failure_reason());
     shape.is_float = true;
     auto* dst = static_cast<float*>(out.reset(shape));
     const std::size_t count = shape.numel();
-    for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<float>(pixels.get()[i]) * (1.0f / 65535.0f);
+    for (std::size_t i = 0; i < count; ++i)
+      dst[i] = static_cast<float>(pixels.get()[i]) * (1.0f / 65535.0f);
   } else {
     std::unique_ptr<stbi_uc, StbFree> pixels(stbi_load_from_memory(bytes, len, &w, &h, &c, want));
     if (!pixels)
-      throw Error(name + ": cannot decode the " + image_format_name(format) + ": " + stbi_failure_reason());
+      throw Error(name + ": cannot decode the " + image_format_name(format) + ": " +
+                  stbi_failure_reason());
     std::memcpy(out.reset(shape), pixels.get(), shape.nbytes());
   }
   FRUGAL_CHECK(w == width && h == height, name + ": decoded size differs from the header's");
@@ -231,8 +257,9 @@ void read_file_into(const std::string& path, std::vector<unsigned char>& buffer)
     if (got <= 0) {
       const int e = errno;
       ::close(fd);
-      throw Error(path + ": read failed after " + std::to_string(done) + " of " + std::to_string(buffer.size()) +
-                  " bytes" + (got < 0 ? std::string(": ") + std::strerror(e) : std::string()));
+      throw Error(path + ": read failed after " + std::to_string(done) + " of " +
+                  std::to_string(buffer.size()) + " bytes" +
+                  (got < 0 ? std::string(": ") + std::strerror(e) : std::string()));
     }
     done += static_cast<std::size_t>(got);
   }

@@ -20,7 +20,8 @@ struct ImageShape {
   ImageLayout layout = ImageLayout::HWC;
   std::size_t element_bytes() const { return is_float ? sizeof(float) : 1; }
   std::size_t numel() const {
-    return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+    return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+           static_cast<std::size_t>(channels);
   }
   std::size_t nbytes() const { return numel() * element_bytes(); }
   bool operator==(const ImageShape&) const = default;
@@ -72,7 +73,8 @@ inline constexpr std::int64_t kMaxImagePixels = FRUGAL_MAX_IMAGE_PIXELS;
 // 3 RGB, 4 RGBA; 0 keeps the file's). 8-bit images become uint8; 16-bit PNGs become float
 // in [0, 1] so that no precision is lost. Throws frugal::Error naming `name` and, for
 // damaged containers, the byte offset of the damage.
-void decode_image(const unsigned char* bytes, std::size_t size, int channels, const std::string& name, Image& out);
+void decode_image(const unsigned char* bytes, std::size_t size, int channels,
+                  const std::string& name, Image& out);
 
 // Reads a whole file into `buffer` (reused between calls); errors name the file.
 void read_file_into(const std::string& path, std::vector<unsigned char>& buffer);

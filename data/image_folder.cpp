@@ -80,7 +80,8 @@ SampleSpec image_sample_spec(const ImageShape& shape) {
 }
 
 void transform_into_slot(const Image& decoded, const Compose& transform, const ImageShape& expected,
-                         std::int64_t label, const SampleSlot& slot, const Dataset& dataset, std::int64_t index) {
+                         std::int64_t label, const SampleSlot& slot, const Dataset& dataset,
+                         std::int64_t index) {
   ThreadBuffers& t = thread_buffers();
   // Working out the output shape costs a virtual call per transform: remember the last one.
   thread_local std::uint64_t known_transform = 0;
@@ -91,8 +92,9 @@ void transform_into_slot(const Image& decoded, const Compose& transform, const I
     known_input = decoded.shape;
   }
   if (!(known_output == expected))
-    throw Error(dataset.source(index) + ": image " + decoded.shape.str() + " becomes " + known_output.str() +
-                " after " + transform.str() + ", but the data set's samples are " + expected.str() +
+    throw Error(dataset.source(index) + ": image " + decoded.shape.str() + " becomes " +
+                known_output.str() + " after " + transform.str() +
+                ", but the data set's samples are " + expected.str() +
                 " (set by the first image; add Resize or CenterCrop to make them agree)");
   SampleRandom random(slot.seed);
   transform.run_into(decoded, slot.data, t.a, t.b, random);
@@ -102,10 +104,12 @@ void transform_into_slot(const Image& decoded, const Compose& transform, const I
 ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
     : root_(root), options_(std::move(options)) {
   FRUGAL_CHECK(options_.channels >= 0 && options_.channels <= 4,
-               "ImageFolder: channels must be 0 (as stored), 1, 2, 3 or 4, got " + std::to_string(options_.channels));
+               "ImageFolder: channels must be 0 (as stored), 1, 2, 3 or 4, got " +
+                   std::to_string(options_.channels));
   std::error_code ec;
   if (!fs::is_directory(root, ec))
-    throw Error("ImageFolder: " + root + " is not a directory" + (ec ? ": " + ec.message() : std::string()));
+    throw Error("ImageFolder: " + root + " is not a directory" +
+                (ec ? ": " + ec.message() : std::string()));
   for (const auto& entry : list_directory(root)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name[0] == '.') continue;
@@ -114,9 +118,10 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
     if (status_error && !entry.is_symlink(ec)) continue;
     if (status_error) {  // a link to nothing where a class directory should be
       if (!options_.skip_bad)
-        throw Error("ImageFolder: cannot read class directory " + entry.path().string() + ": " + status_error.message());
-      std::fprintf(stderr, "ImageFolder: skipping unreadable class directory %s: %s\n", entry.path().c_str(),
-                   status_error.message().c_str());
+        throw Error("ImageFolder: cannot read class directory " + entry.path().string() + ": " +
+                    status_error.message());
+      std::fprintf(stderr, "ImageFolder: skipping unreadable class directory %s: %s\n",
+                   entry.path().c_str(), status_error.message().c_str());
       ++skipped_directories_;
       continue;
     }
@@ -139,8 +144,10 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
       labels_.push_back(label);
     }
   }
-  FRUGAL_CHECK(!classes_.empty(), "ImageFolder: " + root + " has no class directories (expected root/<class>/<image>)");
-  FRUGAL_CHECK(!files_.empty(), "ImageFolder: no images under " + root + " (looked for root/<class>/*.png|jpg|jpeg)");
+  FRUGAL_CHECK(!classes_.empty(), "ImageFolder: " + root +
+                                      " has no class directories (expected root/<class>/<image>)");
+  FRUGAL_CHECK(!files_.empty(), "ImageFolder: no images under " + root +
+                                    " (looked for root/<class>/*.png|jpg|jpeg)");
   Image first;
   decode(0, first);
   shape_ = options_.transform.output_shape(first.shape);
@@ -148,23 +155,25 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
 }
 
 void ImageFolder::decode(std::int64_t index, Image& out) const {
-  FRUGAL_CHECK(index >= 0 && index < size(),
-               "ImageFolder: index " + std::to_string(index) + " out of range for " + std::to_string(size()) + " images");
+  FRUGAL_CHECK(index >= 0 && index < size(), "ImageFolder: index " + std::to_string(index) +
+                                                 " out of range for " + std::to_string(size()) +
+                                                 " images");
   const std::string& path = files_[static_cast<std::size_t>(index)];
   std::vector<unsigned char>& bytes = thread_buffers().file;
   read_file_into(path, bytes);
   const ImageFormat named = named_format(path);
   const ImageFormat found = sniff_image_format(bytes.data(), bytes.size());
   if (named != ImageFormat::Unknown && found != ImageFormat::Unknown && named != found)
-    throw Error(path + ": named as " + image_format_name(named) + " but its bytes are " + image_format_name(found));
+    throw Error(path + ": named as " + image_format_name(named) + " but its bytes are " +
+                image_format_name(found));
   decode_image(bytes.data(), bytes.size(), options_.channels, path, out);
 }
 
 void ImageFolder::get(std::int64_t index, const SampleSlot& slot) const {
   ThreadBuffers& t = thread_buffers();
   decode(index, t.decoded);
-  transform_into_slot(t.decoded, options_.transform, shape_, labels_[static_cast<std::size_t>(index)], slot, *this,
-                      index);
+  transform_into_slot(t.decoded, options_.transform, shape_,
+                      labels_[static_cast<std::size_t>(index)], slot, *this, index);
 }
 
 std::string ImageFolder::source(std::int64_t index) const {

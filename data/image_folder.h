@@ -36,8 +36,12 @@ class ImageFolder : public Dataset {
   std::string source(std::int64_t index) const override;
 
   const std::vector<std::string>& classes() const { return classes_; }
-  std::int64_t label(std::int64_t index) const { return labels_.at(static_cast<std::size_t>(index)); }
-  const std::string& path(std::int64_t index) const { return files_.at(static_cast<std::size_t>(index)); }
+  std::int64_t label(std::int64_t index) const {
+    return labels_.at(static_cast<std::size_t>(index));
+  }
+  const std::string& path(std::int64_t index) const {
+    return files_.at(static_cast<std::size_t>(index));
+  }
   // Class directories left out by skip_bad.
   std::int64_t skipped_directories() const { return skipped_directories_; }
   // The decoded image before the transforms (what frugal-pack stores), checked against its
@@ -61,6 +65,7 @@ SampleSpec image_sample_spec(const ImageShape& shape);
 // Runs `transform` on `decoded` with the slot's seed and writes the result into the slot,
 // checking it has `expected` shape (the error names dataset.source(index)).
 void transform_into_slot(const Image& decoded, const Compose& transform, const ImageShape& expected,
-                         std::int64_t label, const SampleSlot& slot, const Dataset& dataset, std::int64_t index);
+                         std::int64_t label, const SampleSlot& slot, const Dataset& dataset,
+                         std::int64_t index);
 
 }  // namespace frugal::data

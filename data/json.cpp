@@ -39,12 +39,14 @@ class Parser {
   }
 
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
       ++pos_;
   }
 
   void expect(char c) {
-    if (pos_ >= s_.size() || s_[pos_] != c) fail(std::string("expected '") + c + "', found " + describe_here());
+    if (pos_ >= s_.size() || s_[pos_] != c)
+      fail(std::string("expected '") + c + "', found " + describe_here());
     ++pos_;
   }
 
@@ -65,7 +67,8 @@ class Parser {
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       v.kind = Value::Kind::Integer;
       v.integer = integer();
-    } else if (s_.substr(pos_, 4) == "true" || s_.substr(pos_, 5) == "false" || s_.substr(pos_, 4) == "null") {
+    } else if (s_.substr(pos_, 4) == "true" || s_.substr(pos_, 5) == "false" ||
+               s_.substr(pos_, 4) == "null") {
       fail("true, false and null are not supported here");
     } else {
       fail("expected a value, found " + describe_here());
@@ -83,7 +86,8 @@ class Parser {
     std::unordered_set<std::string> keys;  // a hash set: headers can hold thousands of keys
     for (;;) {
       skip_space();
-      if (pos_ >= s_.size() || s_[pos_] != '"') fail("expected a string key, found " + describe_here());
+      if (pos_ >= s_.size() || s_[pos_] != '"')
+        fail("expected a string key, found " + describe_here());
       const std::size_t key_at = pos_;
       std::string key = string();
       if (!keys.insert(key).second) {
@@ -134,7 +138,8 @@ class Parser {
   std::int64_t integer() {
     const bool negative = s_[pos_] == '-';
     if (negative) ++pos_;
-    if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') fail("expected a digit, found " + describe_here());
+    if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9')
+      fail("expected a digit, found " + describe_here());
     if (s_[pos_] == '0' && pos_ + 1 < s_.size() && s_[pos_ + 1] >= '0' && s_[pos_ + 1] <= '9')
       fail("leading zeros are not allowed in a number");
     // Accumulate negatively: the magnitude of INT64_MIN does not fit in a positive int64.
@@ -202,7 +207,8 @@ class Parser {
       if ((b & 0xc0) != 0x80) fail("invalid UTF-8 in a string");
       cp = (cp << 6) | (b & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) fail("invalid UTF-8 in a string");
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      fail("invalid UTF-8 in a string");
     out.append(s_.substr(pos_, extra + 1));
     pos_ += extra + 1;
   }

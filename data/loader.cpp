@@ -35,8 +35,8 @@ std::uint64_t below(std::mt19937_64& engine, std::uint64_t bound) {
 
 Tensor checked(Tensor t, const char* what) {
   FRUGAL_CHECK(t.defined(), std::string("InMemoryLoader: ") + what + " is an undefined tensor");
-  FRUGAL_CHECK(t.is_cpu(), std::string("InMemoryLoader: ") + what + " must be a CPU tensor, not on " +
-                               t.device().str());
+  FRUGAL_CHECK(t.is_cpu(), std::string("InMemoryLoader: ") + what +
+                               " must be a CPU tensor, not on " + t.device().str());
   FRUGAL_CHECK(t.dim() >= 1, std::string("InMemoryLoader: ") + what +
                                  " needs a first dim for the samples, got a 0-dim tensor");
   return t.detach().contiguous();
@@ -60,12 +60,12 @@ Tensor gather_rows(const Tensor& source, const std::int64_t* rows, std::int64_t 
 InMemoryLoader::InMemoryLoader(Tensor data, Tensor targets, DataLoaderOptions options)
     : data_(checked(std::move(data), "data")), targets_(checked(std::move(targets), "targets")),
       options_(options) {
-  FRUGAL_CHECK(options_.batch_size > 0,
-               "InMemoryLoader: batch_size must be positive, got " + std::to_string(options_.batch_size));
+  FRUGAL_CHECK(options_.batch_size > 0, "InMemoryLoader: batch_size must be positive, got " +
+                                            std::to_string(options_.batch_size));
   FRUGAL_CHECK(data_.size(0) == targets_.size(0),
                "InMemoryLoader: data has " + std::to_string(data_.size(0)) + " samples " +
-                   shape_string(data_.sizes()) + " but targets have " + std::to_string(targets_.size(0)) +
-                   " " + shape_string(targets_.sizes()));
+                   shape_string(data_.sizes()) + " but targets have " +
+                   std::to_string(targets_.size(0)) + " " + shape_string(targets_.sizes()));
   set_epoch(0);
 }
 
@@ -75,7 +75,8 @@ void InMemoryLoader::set_epoch(std::int64_t epoch) {
   std::iota(order_.begin(), order_.end(), std::int64_t{0});
   if (!options_.shuffle) return;
   std::mt19937_64 engine(mix(options_.seed ^ mix(static_cast<std::uint64_t>(epoch))));
-  for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[below(engine, i)]);
+  for (std::size_t i = order_.size(); i > 1; --i)
+    std::swap(order_[i - 1], order_[below(engine, i)]);
 }
 
 std::int64_t InMemoryLoader::num_batches() const {

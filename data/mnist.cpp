@@ -44,9 +44,9 @@ MnistDataset load_mnist(const std::string& dir, Split split, double mean, double
                "load_mnist: " + labels_path + ": expected uint8 labels [N], found " +
                    dtype_name(raw_labels.dtype()) + " " + shape_string(raw_labels.sizes()));
   const std::int64_t n = raw_images.size(0);
-  FRUGAL_CHECK(raw_labels.size(0) == n, "load_mnist: " + images_path + " holds " + std::to_string(n) +
-                                            " images but " + labels_path + " holds " +
-                                            std::to_string(raw_labels.size(0)) + " labels");
+  FRUGAL_CHECK(raw_labels.size(0) == n,
+               "load_mnist: " + images_path + " holds " + std::to_string(n) + " images but " +
+                   labels_path + " holds " + std::to_string(raw_labels.size(0)) + " labels");
 
   MnistDataset ds;
   ds.mean = mean;
@@ -61,8 +61,9 @@ MnistDataset load_mnist(const std::string& dir, Split split, double mean, double
 }
 
 Tensor MnistDataset::normalize(const Tensor& px) const {
-  FRUGAL_CHECK(px.dtype() == kUInt8, std::string("MnistDataset::normalize: expected uint8 pixels, got ") +
-                                         dtype_name(px.dtype()));
+  FRUGAL_CHECK(
+      px.dtype() == kUInt8,
+      std::string("MnistDataset::normalize: expected uint8 pixels, got ") + dtype_name(px.dtype()));
   const Tensor src_t = px.contiguous();
   Tensor out = empty(px.sizes(), kFloat32);
   // One multiply-add per pixel: (p / 255 - mean) / std == p * scale + shift.
@@ -70,7 +71,8 @@ Tensor MnistDataset::normalize(const Tensor& px) const {
   const float shift = static_cast<float>(-mean / std);
   const std::uint8_t* src = src_t.data_ptr<std::uint8_t>();
   float* dst = out.data_ptr<float>();
-  for (std::int64_t i = 0; i < out.numel(); ++i) dst[i] = static_cast<float>(src[i]) * scale + shift;
+  for (std::int64_t i = 0; i < out.numel(); ++i)
+    dst[i] = static_cast<float>(src[i]) * scale + shift;
   return out;
 }
 

@@ -17,8 +17,9 @@
 
 namespace frugal::data {
 
-static_assert(std::endian::native == std::endian::little,
-              "safetensors stores little-endian bytes; this reader and writer copy them as they are");
+static_assert(
+    std::endian::native == std::endian::little,
+    "safetensors stores little-endian bytes; this reader and writer copy them as they are");
 
 namespace {
 
@@ -63,36 +64,41 @@ class Reader {
   }
 
   Entry entry(const std::string& name, const json::Value& v) const {
-    if (!v.is_object()) fail_tensor(name, std::string("expected an object, found ") + json::kind_name(v.kind));
+    if (!v.is_object())
+      fail_tensor(name, std::string("expected an object, found ") + json::kind_name(v.kind));
     for (const auto& [key, _] : v.object)
       if (key != "dtype" && key != "shape" && key != "data_offsets")
-        fail_tensor(name, "unexpected key " + json::quote(key) + " (expected dtype, shape, data_offsets)");
+        fail_tensor(
+            name, "unexpected key " + json::quote(key) + " (expected dtype, shape, data_offsets)");
     Entry e{name, kFloat32, {}, 0, 0};
     e.dtype = dtype(name, member(name, v, "dtype", json::Value::Kind::String).string);
 
     const json::Value& shape = member(name, v, "shape", json::Value::Kind::Array);
     if (shape.array.size() > static_cast<std::size_t>(kMaxDims))
-      fail_tensor(name, "shape has " + std::to_string(shape.array.size()) + " dims; frugal tensors have at most " +
-                            std::to_string(kMaxDims));
+      fail_tensor(name, "shape has " + std::to_string(shape.array.size()) +
+                            " dims; frugal tensors have at most " + std::to_string(kMaxDims));
     std::uint64_t bytes = element_size(e.dtype);
     bool overflow = false;
     for (const json::Value& d : shape.array) {
-      if (!d.is_integer() || d.integer < 0) fail_tensor(name, "shape must hold non-negative integers");
+      if (!d.is_integer() || d.integer < 0)
+        fail_tensor(name, "shape must hold non-negative integers");
       e.shape.push_back(d.integer);
       overflow |= __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d.integer), &bytes);
     }
 
     const json::Value& offsets = member(name, v, "data_offsets", json::Value::Kind::Array);
-    if (offsets.array.size() != 2 || !offsets.array[0].is_integer() || !offsets.array[1].is_integer() ||
-        offsets.array[0].integer < 0 || offsets.array[1].integer < offsets.array[0].integer)
+    if (offsets.array.size() != 2 || !offsets.array[0].is_integer() ||
+        !offsets.array[1].is_integer() || offsets.array[0].integer < 0 ||
+        offsets.array[1].integer < offsets.array[0].integer)
       fail_tensor(name, "data_offsets must be [begin, end] with 0 <= begin <= end");
     e.begin = static_cast<std::uint64_t>(offsets.array[0].integer);
     e.end = static_cast<std::uint64_t>(offsets.array[1].integer);
     if (overflow || bytes != e.end - e.begin)
-      fail_tensor(name, "shape " + shape_string(e.shape) + " of " + safetensors_dtype(e.dtype) + " needs " +
+      fail_tensor(name, "shape " + shape_string(e.shape) + " of " + safetensors_dtype(e.dtype) +
+                            " needs " +
                             (overflow ? std::string("more than 2^64") : std::to_string(bytes)) +
-                            " bytes but data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                            "] span " + std::to_string(e.end - e.begin));
+                            " bytes but data_offsets [" + std::to_string(e.begin) + ", " +
+                            std::to_string(e.end) + "] span " + std::to_string(e.end - e.begin));
     return e;
   }
 
@@ -102,8 +108,8 @@ class Reader {
     const json::Value* m = v.find(key);
     if (!m) fail_tensor(name, std::string("missing \"") + key + "\"");
     if (m->kind != kind)
-      fail_tensor(name, std::string("\"") + key + "\" must be " + json::kind_name(kind) + ", found " +
-                            json::kind_name(m->kind));
+      fail_tensor(name, std::string("\"") + key + "\" must be " + json::kind_name(kind) +
+                            ", found " + json::kind_name(m->kind));
     return *m;
   }
 
@@ -127,7 +133,8 @@ const char* safetensors_dtype(ScalarType dtype) {
   throw Error(std::string("safetensors: no code for dtype ") + dtype_name(dtype));
 }
 
-void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+void save_safetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   const std::string what = "save_safetensors: " + path + ": ";
   std::set<std::string> names;
@@ -147,7 +154,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     FRUGAL_CHECK(!name.empty(), what + "a tensor has an empty name");
-    FRUGAL_CHECK(name != "__metadata__", what + "\"__metadata__\" is reserved and cannot name a tensor");
+    FRUGAL_CHECK(name != "__metadata__",
+                 what + "\"__metadata__\" is reserved and cannot name a tensor");
     FRUGAL_CHECK(names.insert(name).second, what + "duplicate tensor name " + json::quote(name));
     FRUGAL_CHECK(t.defined(), what + "tensor " + json::quote(name) + " is undefined");
     std::string shape;
@@ -184,15 +192,17 @@ SafetensorsFile load_safetensors(const std::string& path) {
   Reader r(path);
   InputFile file(path, "load_safetensors");
   if (file.size() < 8)
-    r.fail("file of " + std::to_string(file.size()) + " bytes is too short for the 8-byte header length");
+    r.fail("file of " + std::to_string(file.size()) +
+           " bytes is too short for the 8-byte header length");
   unsigned char length[8];
   file.read_exact(length, 8, "header length");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | length[i];
   if (n > file.size() - 8)
-    r.fail("header length " + std::to_string(n) + " goes beyond the file of " + std::to_string(file.size()) +
-           " bytes (not a safetensors file, or truncated)");
-  if (n > kMaxHeaderBytes) r.fail("header length " + std::to_string(n) + " is over the 100 MiB limit");
+    r.fail("header length " + std::to_string(n) + " goes beyond the file of " +
+           std::to_string(file.size()) + " bytes (not a safetensors file, or truncated)");
+  if (n > kMaxHeaderBytes)
+    r.fail("header length " + std::to_string(n) + " is over the 100 MiB limit");
   std::string header(n, '\0');
   file.read_exact(header.data(), n, "header");
 
@@ -202,7 +212,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   } catch (const Error& e) {
     r.fail(std::string("invalid JSON header: ") + e.what());
   }
-  if (!root.is_object()) r.fail(std::string("the header must be a JSON object, found ") + json::kind_name(root.kind));
+  if (!root.is_object())
+    r.fail(std::string("the header must be a JSON object, found ") + json::kind_name(root.kind));
 
   SafetensorsFile result;
   std::vector<Entry> entries;
@@ -211,7 +222,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
       if (!value.is_object()) r.fail("\"__metadata__\" must be an object of strings");
       for (const auto& [k, v] : value.object) {
         if (!v.is_string())
-          r.fail("\"__metadata__\" value of " + json::quote(k) + " must be a string, found " + json::kind_name(v.kind));
+          r.fail("\"__metadata__\" value of " + json::quote(k) + " must be a string, found " +
+                 json::kind_name(v.kind));
         result.metadata[k] = v.string;
       }
       continue;
@@ -234,21 +246,26 @@ SafetensorsFile load_safetensors(const std::string& path) {
     range += std::to_string(e.end);
     range += ']';
     if (e.begin < cursor)
-      r.fail_tensor(e.name, "data_offsets " + range + " overlap tensor " + json::quote(previous->name) +
-                                " which ends at " + std::to_string(cursor));
+      r.fail_tensor(e.name, "data_offsets " + range + " overlap tensor " +
+                                json::quote(previous->name) + " which ends at " +
+                                std::to_string(cursor));
     if (e.begin > cursor)
-      r.fail_tensor(e.name, "data_offsets " + range + " leave a gap of " + std::to_string(e.begin - cursor) +
-                                " bytes after " +
-                                (previous ? "tensor " + json::quote(previous->name) : std::string("the header")));
+      r.fail_tensor(e.name, "data_offsets " + range + " leave a gap of " +
+                                std::to_string(e.begin - cursor) + " bytes after " +
+                                (previous ? "tensor " + json::quote(previous->name)
+                                          : std::string("the header")));
     if (e.end > buffer)
-      r.fail_tensor(e.name, "data_offsets " + range + " reach past the end of the data: the file holds " +
-                                std::to_string(buffer) + " bytes after the header (truncated, or offsets out of range)");
+      r.fail_tensor(e.name, "data_offsets " + range +
+                                " reach past the end of the data: the file holds " +
+                                std::to_string(buffer) +
+                                " bytes after the header (truncated, or offsets out of range)");
     cursor = e.end;
     previous = &e;
   }
   if (cursor < buffer)
-    r.fail(std::to_string(buffer - cursor) + " trailing bytes after the last tensor's data (which ends at " +
-           std::to_string(cursor) + ")");
+    r.fail(std::to_string(buffer - cursor) +
+           " trailing bytes after the last tensor's data (which ends at " + std::to_string(cursor) +
+           ")");
 
   for (const Entry& e : entries) {
     Tensor t = empty(e.shape, e.dtype);
@@ -257,8 +274,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
       const auto* b = static_cast<const unsigned char*>(t.data_ptr());
       for (std::int64_t i = 0; i < t.numel(); ++i)
         if (b[i] > 1)
-          r.fail_tensor(e.name, "BOOL element " + std::to_string(i) + " holds byte " + std::to_string(b[i]) +
-                                    " (must be 0 or 1)");
+          r.fail_tensor(e.name, "BOOL element " + std::to_string(i) + " holds byte " +
+                                    std::to_string(b[i]) + " (must be 0 or 1)");
     }
     result.tensors.emplace_back(e.name, std::move(t));
   }

@@ -18,7 +18,8 @@ namespace frugal::data {
 // killed while saving leaves the previous file at `path` intact (see AtomicFile). Tensors
 // on any device and with any strides are written as contiguous CPU bytes. Names must be
 // unique, non-empty and not "__metadata__".
-void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+void save_safetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 struct SafetensorsFile {

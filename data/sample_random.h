@@ -17,7 +17,8 @@ inline std::uint64_t mix64(std::uint64_t x) {
 
 // The augmentation seed of sample `index` in `epoch` of a loader seeded with `seed`.
 inline std::uint64_t sample_seed(std::uint64_t seed, std::int64_t epoch, std::int64_t index) {
-  return mix64(mix64(seed ^ mix64(static_cast<std::uint64_t>(epoch))) + static_cast<std::uint64_t>(index));
+  return mix64(mix64(seed ^ mix64(static_cast<std::uint64_t>(epoch))) +
+               static_cast<std::uint64_t>(index));
 }
 
 // A small generator (splitmix64) for the few draws one sample's augmentation needs.

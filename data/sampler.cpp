@@ -35,10 +35,12 @@ std::uint64_t below(std::mt19937_64& engine, std::uint64_t bound) {
 // RandomSampler visits an in-memory data set in exactly the InMemoryLoader's order.
 void shuffle_in_place(std::vector<std::int64_t>& values, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
-  for (std::size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[below(engine, i)]);
+  for (std::size_t i = values.size(); i > 1; --i)
+    std::swap(values[i - 1], values[below(engine, i)]);
 }
 
-SequentialSampler::SequentialSampler(std::int64_t size) : size_(checked_size(size, "SequentialSampler")) {}
+SequentialSampler::SequentialSampler(std::int64_t size)
+    : size_(checked_size(size, "SequentialSampler")) {}
 
 std::vector<std::int64_t> SequentialSampler::order(std::int64_t) const {
   std::vector<std::int64_t> out(static_cast<std::size_t>(size_));

@@ -20,12 +20,14 @@ namespace frugal::data {
 namespace {
 
 // Header field offsets.
-constexpr std::size_t kVersionAt = 8, kHeaderBytesAt = 12, kEncodingAt = 16, kElementAt = 20, kHeightAt = 24,
-                      kWidthAt = 28, kChannelsAt = 32, kClassCountAt = 36, kCountAt = 40, kIndexAt = 48,
-                      kClassesAt = 56, kFileSizeAt = 64, kIndexCrcAt = 72, kHeaderCrcAt = 124;
+constexpr std::size_t kVersionAt = 8, kHeaderBytesAt = 12, kEncodingAt = 16, kElementAt = 20,
+                      kHeightAt = 24, kWidthAt = 28, kChannelsAt = 32, kClassCountAt = 36,
+                      kCountAt = 40, kIndexAt = 48, kClassesAt = 56, kFileSizeAt = 64,
+                      kIndexCrcAt = 72, kHeaderCrcAt = 124;
 
 std::uint32_t le32(const unsigned char* p) {
-  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
+         (std::uint32_t{p[3]} << 24);
 }
 std::uint64_t le64(const unsigned char* p) { return le32(p) | (std::uint64_t{le32(p + 4)} << 32); }
 void put32(unsigned char* p, std::uint32_t v) {
@@ -63,39 +65,51 @@ ShardView parse_shard(const unsigned char* b, std::size_t n, const std::string& 
   v.base = b;
   v.size = n;
   if (n < kShardHeaderBytes)
-    bad(name, 0, "the file has " + std::to_string(n) + " bytes, fewer than the " + std::to_string(kShardHeaderBytes) +
-                     "-byte header (truncated, or not a shard)");
+    bad(name, 0,
+        "the file has " + std::to_string(n) + " bytes, fewer than the " +
+            std::to_string(kShardHeaderBytes) + "-byte header (truncated, or not a shard)");
   if (std::memcmp(b, kShardMagic, 8) != 0) bad(name, 0, "no FRUGSHRD magic: not a frugal shard");
   const std::uint32_t version = le32(b + kVersionAt);
   if (version != kShardVersion)
-    bad(name, kVersionAt, "format version " + std::to_string(version) + " is not supported (this reader knows version " +
-                              std::to_string(kShardVersion) + ")");
-  if (crc(b, kHeaderCrcAt) != le32(b + kHeaderCrcAt)) bad(name, kHeaderCrcAt, "the header's CRC does not match (damaged header)");
-  if (le32(b + kHeaderBytesAt) != kShardHeaderBytes) bad(name, kHeaderBytesAt, "header size is not 128");
+    bad(name, kVersionAt,
+        "format version " + std::to_string(version) +
+            " is not supported (this reader knows version " + std::to_string(kShardVersion) + ")");
+  if (crc(b, kHeaderCrcAt) != le32(b + kHeaderCrcAt))
+    bad(name, kHeaderCrcAt, "the header's CRC does not match (damaged header)");
+  if (le32(b + kHeaderBytesAt) != kShardHeaderBytes)
+    bad(name, kHeaderBytesAt, "header size is not 128");
   const std::uint64_t file_size = le64(b + kFileSizeAt);
   if (file_size != n)
-    bad(name, kFileSizeAt, "the header says the file has " + std::to_string(file_size) + " bytes but it has " +
-                               std::to_string(n) + (n < file_size ? " (truncated)" : ""));
+    bad(name, kFileSizeAt,
+        "the header says the file has " + std::to_string(file_size) + " bytes but it has " +
+            std::to_string(n) + (n < file_size ? " (truncated)" : ""));
   const std::uint32_t encoding = le32(b + kEncodingAt);
-  if (encoding != 1 && encoding != 2) bad(name, kEncodingAt, "unknown sample encoding " + std::to_string(encoding));
+  if (encoding != 1 && encoding != 2)
+    bad(name, kEncodingAt, "unknown sample encoding " + std::to_string(encoding));
   v.encoding = static_cast<ShardEncoding>(encoding);
   const std::uint32_t element = le32(b + kElementAt);
   if (v.encoding == ShardEncoding::Raw) {
     if (element > 1) bad(name, kElementAt, "unknown element type " + std::to_string(element));
     const std::uint32_t h = le32(b + kHeightAt), w = le32(b + kWidthAt), c = le32(b + kChannelsAt);
     if (h == 0 || w == 0 || c == 0 || c > 4 || h > (1u << 15) || w > (1u << 15))
-      bad(name, kHeightAt, "sample shape " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) +
-                               " is invalid");
-    v.shape = ImageShape{static_cast<int>(h), static_cast<int>(w), static_cast<int>(c), element == 1, ImageLayout::HWC};
+      bad(name, kHeightAt,
+          "sample shape " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) +
+              " is invalid");
+    v.shape = ImageShape{static_cast<int>(h), static_cast<int>(w), static_cast<int>(c),
+                         element == 1, ImageLayout::HWC};
   }
   v.count = le64(b + kCountAt);
   const std::uint64_t index_at = le64(b + kIndexAt), classes_at = le64(b + kClassesAt);
   const std::uint32_t class_count = le32(b + kClassCountAt);
   if (index_at < kShardHeaderBytes || index_at > n || index_at % 8 != 0)
-    bad(name, kIndexAt, "index offset " + std::to_string(index_at) + " lies outside the file's " + std::to_string(n) + " bytes");
-  if (v.count > (n - index_at) / kShardIndexEntryBytes || classes_at != index_at + v.count * kShardIndexEntryBytes)
-    bad(name, kCountAt, std::to_string(v.count) + " index entries from offset " + std::to_string(index_at) +
-                            " do not fit before the class table at " + std::to_string(classes_at));
+    bad(name, kIndexAt,
+        "index offset " + std::to_string(index_at) + " lies outside the file's " +
+            std::to_string(n) + " bytes");
+  if (v.count > (n - index_at) / kShardIndexEntryBytes ||
+      classes_at != index_at + v.count * kShardIndexEntryBytes)
+    bad(name, kCountAt,
+        std::to_string(v.count) + " index entries from offset " + std::to_string(index_at) +
+            " do not fit before the class table at " + std::to_string(classes_at));
   v.index = b + index_at;
 
   // The class table: (u32 length, bytes) per class, ending exactly at the end of the file.
@@ -103,7 +117,8 @@ ShardView parse_shard(const unsigned char* b, std::size_t n, const std::string& 
   for (std::uint32_t c = 0; c < class_count; ++c) {
     if (pos + 4 > n) bad(name, pos, "class table ends early (truncated)");
     const std::uint32_t len = le32(b + pos);
-    if (len > n - pos - 4) bad(name, pos, "class name " + std::to_string(c) + " runs past the end of the file");
+    if (len > n - pos - 4)
+      bad(name, pos, "class name " + std::to_string(c) + " runs past the end of the file");
     v.classes.emplace_back(reinterpret_cast<const char*>(b + pos + 4), len);
     pos += 4 + len;
   }
@@ -116,16 +131,21 @@ ShardView parse_shard(const unsigned char* b, std::size_t n, const std::string& 
     const std::size_t at = static_cast<std::size_t>(index_at + i * kShardIndexEntryBytes);
     const std::string which = "index entry " + std::to_string(i) + ": ";
     if (e.offset < kShardHeaderBytes || e.offset > index_at || e.length > index_at - e.offset)
-      bad(name, at, which + "sample bytes [" + std::to_string(e.offset) + ", " + std::to_string(e.offset + e.length) +
-                        ") lie outside the data region [128, " + std::to_string(index_at) + ")");
+      bad(name, at,
+          which + "sample bytes [" + std::to_string(e.offset) + ", " +
+              std::to_string(e.offset + e.length) + ") lie outside the data region [128, " +
+              std::to_string(index_at) + ")");
     if (v.encoding == ShardEncoding::Raw && (e.length != sample_bytes || e.offset % align != 0))
-      bad(name, at, which + "a raw sample of " + std::to_string(e.length) + " bytes at offset " + std::to_string(e.offset) +
-                        " does not match the shape " + v.shape.str());
+      bad(name, at,
+          which + "a raw sample of " + std::to_string(e.length) + " bytes at offset " +
+              std::to_string(e.offset) + " does not match the shape " + v.shape.str());
     if (e.label >= class_count)
-      bad(name, at, which + "label " + std::to_string(e.label) + " is out of range for " + std::to_string(class_count) +
-                        " classes");
+      bad(name, at,
+          which + "label " + std::to_string(e.label) + " is out of range for " +
+              std::to_string(class_count) + " classes");
   }
-  if (crc(v.index, static_cast<std::size_t>(v.count * kShardIndexEntryBytes)) != le32(b + kIndexCrcAt))
+  if (crc(v.index, static_cast<std::size_t>(v.count * kShardIndexEntryBytes)) !=
+      le32(b + kIndexCrcAt))
     bad(name, static_cast<std::size_t>(index_at), "the index's CRC does not match (damaged index)");
   return v;
 }
@@ -205,11 +225,15 @@ std::vector<unsigned char> build_shard(ShardEncoding encoding, const ImageShape&
   return out;
 }
 
-ShardWriter::ShardWriter(std::string prefix, ShardEncoding encoding, ImageShape shape, std::vector<std::string> classes,
-                         std::int64_t samples_per_shard)
-    : prefix_(std::move(prefix)), encoding_(encoding), shape_(shape), classes_(std::move(classes)),
+ShardWriter::ShardWriter(std::string prefix, ShardEncoding encoding, ImageShape shape,
+                         std::vector<std::string> classes, std::int64_t samples_per_shard)
+    : prefix_(std::move(prefix)),
+      encoding_(encoding),
+      shape_(shape),
+      classes_(std::move(classes)),
       per_shard_(samples_per_shard) {
-  FRUGAL_CHECK(per_shard_ > 0, "ShardWriter: samples per shard must be positive, got " + std::to_string(per_shard_));
+  FRUGAL_CHECK(per_shard_ > 0, "ShardWriter: samples per shard must be positive, got " +
+                                   std::to_string(per_shard_));
   FRUGAL_CHECK(!classes_.empty(), "ShardWriter: at least one class name is needed");
   if (encoding_ == ShardEncoding::Raw)
     FRUGAL_CHECK(shape_.layout == ImageLayout::HWC && shape_.numel() > 0,
@@ -226,24 +250,29 @@ void ShardWriter::check_label(std::int64_t label) const {
 
 void ShardWriter::append(const unsigned char* bytes, std::size_t size, std::int64_t label) {
   check_label(label);
-  FRUGAL_CHECK(size <= 0xffffffffu, "ShardWriter: a sample of " + std::to_string(size) + " bytes is over 4 GiB");
+  FRUGAL_CHECK(size <= 0xffffffffu,
+               "ShardWriter: a sample of " + std::to_string(size) + " bytes is over 4 GiB");
   const std::size_t align = encoding_ == ShardEncoding::Raw ? shape_.element_bytes() : 1;
   data_.resize((data_.size() + align - 1) / align * align, 0);
-  entries_.push_back({kShardHeaderBytes + data_.size(), static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(label)});
+  entries_.push_back({kShardHeaderBytes + data_.size(), static_cast<std::uint32_t>(size),
+                      static_cast<std::uint32_t>(label)});
   data_.insert(data_.end(), bytes, bytes + size);
   ++total_;
   if (static_cast<std::int64_t>(entries_.size()) == per_shard_) flush();
 }
 
 void ShardWriter::add_raw(const Image& image, std::int64_t label) {
-  FRUGAL_CHECK(encoding_ == ShardEncoding::Raw, "ShardWriter: add_raw on a writer of encoded samples");
-  FRUGAL_CHECK(image.shape == shape_, "ShardWriter: sample " + std::to_string(total_) + " is " + image.shape.str() +
-                                          " but the shards hold " + shape_.str());
+  FRUGAL_CHECK(encoding_ == ShardEncoding::Raw,
+               "ShardWriter: add_raw on a writer of encoded samples");
+  FRUGAL_CHECK(image.shape == shape_, "ShardWriter: sample " + std::to_string(total_) + " is " +
+                                          image.shape.str() + " but the shards hold " +
+                                          shape_.str());
   append(image.bytes(), image.shape.nbytes(), label);
 }
 
 void ShardWriter::add_encoded(const unsigned char* bytes, std::size_t size, std::int64_t label) {
-  FRUGAL_CHECK(encoding_ == ShardEncoding::Encoded, "ShardWriter: add_encoded on a writer of raw samples");
+  FRUGAL_CHECK(encoding_ == ShardEncoding::Encoded,
+               "ShardWriter: add_encoded on a writer of raw samples");
   append(bytes, size, label);
 }
 
@@ -252,7 +281,8 @@ void ShardWriter::flush() {
   char suffix[32];
   std::snprintf(suffix, sizeof suffix, "-%05zu.frs", files_.size());
   const std::string path = prefix_ + suffix;
-  const std::vector<unsigned char> bytes = build_shard(encoding_, shape_, classes_, data_, entries_);
+  const std::vector<unsigned char> bytes =
+      build_shard(encoding_, shape_, classes_, data_, entries_);
   AtomicFile file(path, "ShardWriter");
   file.write(bytes.data(), bytes.size());
   file.commit();

@@ -69,8 +69,8 @@ class ShardFile {
 class ShardWriter {
  public:
   // For Raw, `shape` is every sample's (HWC, uint8 or float); for Encoded it is ignored.
-  ShardWriter(std::string prefix, ShardEncoding encoding, ImageShape shape, std::vector<std::string> classes,
-              std::int64_t samples_per_shard);
+  ShardWriter(std::string prefix, ShardEncoding encoding, ImageShape shape,
+              std::vector<std::string> classes, std::int64_t samples_per_shard);
   ~ShardWriter();
   void add_raw(const Image& image, std::int64_t label);
   void add_encoded(const unsigned char* bytes, std::size_t size, std::int64_t label);

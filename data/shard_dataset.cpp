@@ -48,9 +48,11 @@ ShardDataset::ShardDataset(const std::vector<std::string>& paths, ShardDatasetOp
       if (!shards_.empty()) {
         const ShardView& first = shards_.front()->view();
         FRUGAL_CHECK(v.encoding == first.encoding && v.shape == first.shape,
-                     file + ": its samples (" + (v.encoding == ShardEncoding::Raw ? v.shape.str() : "encoded") +
+                     file + ": its samples (" +
+                         (v.encoding == ShardEncoding::Raw ? v.shape.str() : "encoded") +
                          ") differ from those of " + first.name);
-        FRUGAL_CHECK(v.classes == first.classes, file + ": its class names differ from those of " + first.name);
+        FRUGAL_CHECK(v.classes == first.classes,
+                     file + ": its class names differ from those of " + first.name);
       }
       starts_.push_back(size_);
       size_ += static_cast<std::int64_t>(v.count);
@@ -68,8 +70,9 @@ ShardDataset::ShardDataset(const std::vector<std::string>& paths, ShardDatasetOp
 }
 
 std::pair<const ShardFile*, std::uint64_t> ShardDataset::locate(std::int64_t index) const {
-  FRUGAL_CHECK(index >= 0 && index < size_,
-               "ShardDataset: index " + std::to_string(index) + " out of range for " + std::to_string(size_) + " samples");
+  FRUGAL_CHECK(index >= 0 && index < size_, "ShardDataset: index " + std::to_string(index) +
+                                                " out of range for " + std::to_string(size_) +
+                                                " samples");
   const auto it = std::upper_bound(starts_.begin(), starts_.end(), index) - 1;
   const auto s = static_cast<std::size_t>(it - starts_.begin());
   return {shards_[s].get(), static_cast<std::uint64_t>(index - *it)};
@@ -83,14 +86,17 @@ void ShardDataset::decode_sample(const ShardFile& shard, std::uint64_t i, Image&
   }
   const ShardView::Entry e = v.entry(i);
   decode_image(v.base + e.offset, e.length, options_.channels,
-               v.name + " (sample " + std::to_string(i) + " at byte offset " + std::to_string(e.offset) + ")", out);
+               v.name + " (sample " + std::to_string(i) + " at byte offset " +
+                   std::to_string(e.offset) + ")",
+               out);
 }
 
 void ShardDataset::get(std::int64_t index, const SampleSlot& slot) const {
   const auto [shard, i] = locate(index);
   Image& decoded = thread_images().decoded;
   decode_sample(*shard, i, decoded);
-  transform_into_slot(decoded, options_.transform, shape_, shard->view().entry(i).label, slot, *this, index);
+  transform_into_slot(decoded, options_.transform, shape_, shard->view().entry(i).label, slot,
+                      *this, index);
 }
 
 void ShardDataset::prefetch(std::int64_t index) const {
@@ -106,7 +112,8 @@ void ShardDataset::prefetch(std::int64_t index) const {
 std::string ShardDataset::source(std::int64_t index) const {
   if (index < 0 || index >= size_) return "index " + std::to_string(index);
   const auto [shard, i] = locate(index);
-  return shard->path() + " sample " + std::to_string(i) + " at byte offset " + std::to_string(shard->view().entry(i).offset);
+  return shard->path() + " sample " + std::to_string(i) + " at byte offset " +
+         std::to_string(shard->view().entry(i).offset);
 }
 
 std::int64_t ShardDataset::label(std::int64_t index) const {

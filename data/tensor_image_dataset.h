@@ -16,7 +16,9 @@ class TensorImageDataset : public Dataset {
   std::int64_t size() const override { return labels_.size(0); }
   SampleSpec spec() const override { return spec_; }
   void get(std::int64_t index, const SampleSlot& slot) const override;
-  std::string source(std::int64_t index) const override { return "image " + std::to_string(index) + " of the tensor"; }
+  std::string source(std::int64_t index) const override {
+    return "image " + std::to_string(index) + " of the tensor";
+  }
 
  private:
   Tensor images_, labels_;

@@ -20,7 +20,8 @@ struct Planes {
 };
 
 Planes planes_of(const ImageShape& s) {
-  if (s.layout == ImageLayout::HWC) return {1, s.element_bytes() * static_cast<std::size_t>(s.channels)};
+  if (s.layout == ImageLayout::HWC)
+    return {1, s.element_bytes() * static_cast<std::size_t>(s.channels)};
   return {s.channels, s.element_bytes()};
 }
 
@@ -34,7 +35,8 @@ struct Pixel {
 // [0, W), the source pixels elsewhere, mirrored (output x shows window column ow-1-x) when
 // `flip`. [x0, x1) are the window columns that fall inside the source.
 template <std::size_t N>
-void crop_row(const unsigned char* srow, unsigned char* drow, int left, int ow, int x0, int x1, bool flip) {
+void crop_row(const unsigned char* srow, unsigned char* drow, int left, int ow, int x0, int x1,
+              bool flip) {
   using P = Pixel<N>;
   const P* s = reinterpret_cast<const P*>(srow) + left;  // s[wx] is window column wx
   P* d = reinterpret_cast<P*>(drow);
@@ -68,19 +70,23 @@ RowFn row_function(std::size_t pixel_bytes) {
 
 // out = the window of `in` with top-left (top, left) and out's size, zeros outside `in`,
 // mirrored left-right when `flip`.
-void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top, int left, bool flip) {
+void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top, int left,
+               bool flip) {
   unsigned char* dst = static_cast<unsigned char*>(out.reset(out_shape));
   const Planes p = planes_of(in.shape);
   const int H = in.shape.height, W = in.shape.width, oh = out_shape.height, ow = out_shape.width;
   const std::size_t px = p.pixel_bytes;
-  const std::size_t in_row = px * static_cast<std::size_t>(W), out_row = px * static_cast<std::size_t>(ow);
+  const std::size_t in_row = px * static_cast<std::size_t>(W),
+                    out_row = px * static_cast<std::size_t>(ow);
   // Columns x of the window whose source column left + x lies inside the image.
   const int x0 = std::clamp(-left, 0, ow), x1 = std::clamp(W - left, 0, ow);
   const RowFn row = row_function(px);
   const unsigned char* src = in.bytes();
   for (int plane = 0; plane < p.planes; ++plane) {
-    const unsigned char* src_plane = src + static_cast<std::size_t>(plane) * in_row * static_cast<std::size_t>(H);
-    unsigned char* dst_plane = dst + static_cast<std::size_t>(plane) * out_row * static_cast<std::size_t>(oh);
+    const unsigned char* src_plane =
+        src + static_cast<std::size_t>(plane) * in_row * static_cast<std::size_t>(H);
+    unsigned char* dst_plane =
+        dst + static_cast<std::size_t>(plane) * out_row * static_cast<std::size_t>(oh);
     for (int y = 0; y < oh; ++y) {
       unsigned char* drow = dst_plane + static_cast<std::size_t>(y) * out_row;
       const int sy = top + y;
@@ -153,13 +159,18 @@ void resize_typed(const Image& in, Image& out, const ImageShape& os) {
       const T* r1 = src + c * si.c + static_cast<std::size_t>(ty.i1[y]) * si.y;
       const float wy = ty.w1[y];
       for (int x = 0; x < os.width; ++x) {
-        const std::size_t a = static_cast<std::size_t>(tx.i0[x]) * si.x, b = static_cast<std::size_t>(tx.i1[x]) * si.x;
+        const std::size_t a = static_cast<std::size_t>(tx.i0[x]) * si.x,
+                          b = static_cast<std::size_t>(tx.i1[x]) * si.x;
         const float wx = tx.w1[x];
-        const float top = static_cast<float>(r0[a]) + (static_cast<float>(r0[b]) - static_cast<float>(r0[a])) * wx;
-        const float bottom = static_cast<float>(r1[a]) + (static_cast<float>(r1[b]) - static_cast<float>(r1[a])) * wx;
+        const float top = static_cast<float>(r0[a]) +
+                          (static_cast<float>(r0[b]) - static_cast<float>(r0[a])) * wx;
+        const float bottom = static_cast<float>(r1[a]) +
+                             (static_cast<float>(r1[b]) - static_cast<float>(r1[a])) * wx;
         const float v = top + (bottom - top) * wy;
-        T* d = dst + c * so.c + static_cast<std::size_t>(y) * so.y + static_cast<std::size_t>(x) * so.x;
-        if constexpr (std::is_same_v<T, unsigned char>) *d = static_cast<T>(std::clamp(v + 0.5f, 0.0f, 255.0f));
+        T* d = dst + c * so.c + static_cast<std::size_t>(y) * so.y +
+               static_cast<std::size_t>(x) * so.x;
+        if constexpr (std::is_same_v<T, unsigned char>)
+          *d = static_cast<T>(std::clamp(v + 0.5f, 0.0f, 255.0f));
         else *d = v;
       }
     }
@@ -173,14 +184,17 @@ void check_positive(int v, const char* what, const std::string& who) {
 // in the same order (crop top, crop left, flip), so the result is identical.
 class CropThenFlip : public Transform {
  public:
-  CropThenFlip(std::shared_ptr<const RandomCrop> crop, std::shared_ptr<const RandomHorizontalFlip> flip)
+  CropThenFlip(std::shared_ptr<const RandomCrop> crop,
+               std::shared_ptr<const RandomHorizontalFlip> flip)
       : crop_(std::move(crop)), flip_(std::move(flip)) {}
   ImageShape output_shape(const ImageShape& in) const override { return crop_->output_shape(in); }
   bool apply(const Image& in, Image& out, SampleRandom& random) const override {
     const ImageShape os = crop_->output_shape(in.shape);
     const int pad = crop_->padding();
-    const auto top = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.height + 2 * pad - os.height + 1)));
-    const auto left = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.width + 2 * pad - os.width + 1)));
+    const auto top = static_cast<int>(
+        random.below(static_cast<std::uint64_t>(in.shape.height + 2 * pad - os.height + 1)));
+    const auto left = static_cast<int>(
+        random.below(static_cast<std::uint64_t>(in.shape.width + 2 * pad - os.width + 1)));
     const bool flip = random.uniform() < flip_->p();
     crop_into(in, out, os, top - pad, left - pad, flip);
     return true;
@@ -196,7 +210,8 @@ class CropThenFlip : public Transform {
 // (equal to the two steps up to float rounding).
 class ToTensorNormalize : public Transform {
  public:
-  ToTensorNormalize(std::shared_ptr<const ToTensor> to_tensor, std::shared_ptr<const Normalize> normalize)
+  ToTensorNormalize(std::shared_ptr<const ToTensor> to_tensor,
+                    std::shared_ptr<const Normalize> normalize)
       : to_tensor_(std::move(to_tensor)), normalize_(std::move(normalize)) {}
   ImageShape output_shape(const ImageShape& in) const override {
     return normalize_->output_shape(to_tensor_->output_shape(in));
@@ -209,7 +224,8 @@ class ToTensorNormalize : public Transform {
     const float scale = in.shape.is_float ? 1.0f : 1.0f / 255.0f;
     for (int c = 0; c < os.channels; ++c) {
       const std::size_t k = normalize_->mean().size() == 1 ? 0 : static_cast<std::size_t>(c);
-      const float a = scale * normalize_->inv_std()[k], b = -normalize_->mean()[k] * normalize_->inv_std()[k];
+      const float a = scale * normalize_->inv_std()[k],
+                  b = -normalize_->mean()[k] * normalize_->inv_std()[k];
       float* d = dst + static_cast<std::size_t>(c) * HW;
       if (!in.shape.is_float) {
         const unsigned char* src = in.bytes() + c * si.c;
@@ -238,14 +254,18 @@ Resize::Resize(int height, int width) : height_(height), width_(width) {
   check_positive(height, "height", "Resize");
   check_positive(width, "width", "Resize");
 }
-Resize::Resize(int shorter_side) : shorter_(shorter_side) { check_positive(shorter_side, "size", "Resize"); }
+Resize::Resize(int shorter_side) : shorter_(shorter_side) {
+  check_positive(shorter_side, "size", "Resize");
+}
 
 ImageShape Resize::output_shape(const ImageShape& in) const {
   if (!shorter_) return with_size(in, height_, width_);
   FRUGAL_CHECK(in.height > 0 && in.width > 0, "Resize: empty image " + in.str());
   if (in.height <= in.width)
-    return with_size(in, shorter_, static_cast<int>(static_cast<std::int64_t>(shorter_) * in.width / in.height));
-  return with_size(in, static_cast<int>(static_cast<std::int64_t>(shorter_) * in.height / in.width), shorter_);
+    return with_size(in, shorter_,
+                     static_cast<int>(static_cast<std::int64_t>(shorter_) * in.width / in.height));
+  return with_size(in, static_cast<int>(static_cast<std::int64_t>(shorter_) * in.height / in.width),
+                   shorter_);
 }
 
 bool Resize::apply(const Image& in, Image& out, SampleRandom&) const {
@@ -261,7 +281,8 @@ std::string Resize::name() const {
                   : "Resize(" + std::to_string(height_) + ", " + std::to_string(width_) + ")";
 }
 
-RandomCrop::RandomCrop(int height, int width, int padding) : height_(height), width_(width), padding_(padding) {
+RandomCrop::RandomCrop(int height, int width, int padding)
+    : height_(height), width_(width), padding_(padding) {
   check_positive(height, "height", "RandomCrop");
   check_positive(width, "width", "RandomCrop");
   FRUGAL_CHECK(padding >= 0, "RandomCrop: padding must be >= 0, got " + std::to_string(padding));
@@ -276,8 +297,10 @@ ImageShape RandomCrop::output_shape(const ImageShape& in) const {
 
 bool RandomCrop::apply(const Image& in, Image& out, SampleRandom& random) const {
   const ImageShape os = output_shape(in.shape);
-  const auto top = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.height + 2 * padding_ - height_ + 1)));
-  const auto left = static_cast<int>(random.below(static_cast<std::uint64_t>(in.shape.width + 2 * padding_ - width_ + 1)));
+  const auto top = static_cast<int>(
+      random.below(static_cast<std::uint64_t>(in.shape.height + 2 * padding_ - height_ + 1)));
+  const auto left = static_cast<int>(
+      random.below(static_cast<std::uint64_t>(in.shape.width + 2 * padding_ - width_ + 1)));
   crop_into(in, out, os, top - padding_, left - padding_, false);
   return true;
 }
@@ -292,7 +315,9 @@ CenterCrop::CenterCrop(int height, int width) : height_(height), width_(width) {
   check_positive(width, "width", "CenterCrop");
 }
 
-ImageShape CenterCrop::output_shape(const ImageShape& in) const { return with_size(in, height_, width_); }
+ImageShape CenterCrop::output_shape(const ImageShape& in) const {
+  return with_size(in, height_, width_);
+}
 
 bool CenterCrop::apply(const Image& in, Image& out, SampleRandom&) const {
   if (in.shape.height == height_ && in.shape.width == width_) return false;
@@ -308,7 +333,8 @@ std::string CenterCrop::name() const {
 }
 
 RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
-  FRUGAL_CHECK(p >= 0 && p <= 1, "RandomHorizontalFlip: p must be in [0, 1], got " + std::to_string(p));
+  FRUGAL_CHECK(p >= 0 && p <= 1,
+               "RandomHorizontalFlip: p must be in [0, 1], got " + std::to_string(p));
 }
 
 bool RandomHorizontalFlip::apply(const Image& in, Image& out, SampleRandom& random) const {
@@ -317,7 +343,9 @@ bool RandomHorizontalFlip::apply(const Image& in, Image& out, SampleRandom& rand
   return true;
 }
 
-std::string RandomHorizontalFlip::name() const { return "RandomHorizontalFlip(p=" + std::to_string(p_) + ")"; }
+std::string RandomHorizontalFlip::name() const {
+  return "RandomHorizontalFlip(p=" + std::to_string(p_) + ")";
+}
 
 ImageShape ToTensor::output_shape(const ImageShape& in) const {
   ImageShape s = in;
@@ -330,12 +358,14 @@ bool ToTensor::apply(const Image& in, Image& out, SampleRandom&) const {
   const ImageShape os = output_shape(in.shape);
   if (os == in.shape) return false;
   float* dst = static_cast<float*>(out.reset(os));
-  const std::size_t C = static_cast<std::size_t>(os.channels), HW = static_cast<std::size_t>(os.height) * os.width;
+  const std::size_t C = static_cast<std::size_t>(os.channels),
+                    HW = static_cast<std::size_t>(os.height) * os.width;
   const Strides si = strides_of(in.shape);
   if (!in.shape.is_float) {
     const unsigned char* src = in.bytes();
     for (std::size_t c = 0; c < C; ++c)
-      for (std::size_t i = 0; i < HW; ++i) dst[c * HW + i] = static_cast<float>(src[c * si.c + i * si.x]) * (1.0f / 255.0f);
+      for (std::size_t i = 0; i < HW; ++i)
+        dst[c * HW + i] = static_cast<float>(src[c * si.c + i * si.x]) * (1.0f / 255.0f);
   } else {
     const float* src = static_cast<const float*>(in.pixels);
     for (std::size_t c = 0; c < C; ++c)
@@ -382,7 +412,8 @@ std::string Normalize::name() const {
   std::string s = "Normalize(mean=[";
   for (std::size_t i = 0; i < mean_.size(); ++i) s += (i ? ", " : "") + std::to_string(mean_[i]);
   s += "], std=[";
-  for (std::size_t i = 0; i < inv_std_.size(); ++i) s += (i ? ", " : "") + std::to_string(1.0f / inv_std_[i]);
+  for (std::size_t i = 0; i < inv_std_.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(1.0f / inv_std_[i]);
   return s + "])";
 }
 
@@ -430,7 +461,8 @@ ImageShape Compose::output_shape(ImageShape in) const {
   return in;
 }
 
-const Image& Compose::operator()(const Image& in, Image& scratch_a, Image& scratch_b, SampleRandom& random) const {
+const Image& Compose::operator()(const Image& in, Image& scratch_a, Image& scratch_b,
+                                 SampleRandom& random) const {
   const Image* current = &in;
   for (const auto& t : steps_) {
     Image& target = current == &scratch_a ? scratch_b : scratch_a;
@@ -439,7 +471,8 @@ const Image& Compose::operator()(const Image& in, Image& scratch_a, Image& scrat
   return *current;
 }
 
-void Compose::run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b, SampleRandom& random) const {
+void Compose::run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b,
+                       SampleRandom& random) const {
   const Image* current = &in;
   for (std::size_t k = 0; k < steps_.size(); ++k) {
     Image& target = current == &scratch_a ? scratch_b : scratch_a;
@@ -456,7 +489,8 @@ void Compose::run_into(const Image& in, void* dst, Image& scratch_a, Image& scra
 
 std::string Compose::str() const {
   std::string s = "Compose(";
-  for (std::size_t i = 0; i < transforms_.size(); ++i) s += (i ? ", " : "") + transforms_[i]->name();
+  for (std::size_t i = 0; i < transforms_.size(); ++i)
+    s += (i ? ", " : "") + transforms_[i]->name();
   return s + ")";
 }
 
@@ -466,7 +500,8 @@ void write_chw(const Image& image, void* dst) {
     std::memcpy(dst, image.pixels, s.nbytes());
     return;
   }
-  const std::size_t C = static_cast<std::size_t>(s.channels), HW = static_cast<std::size_t>(s.height) * s.width;
+  const std::size_t C = static_cast<std::size_t>(s.channels),
+                    HW = static_cast<std::size_t>(s.height) * s.width;
   if (s.is_float) {
     const float* src = static_cast<const float*>(image.pixels);
     float* d = static_cast<float*>(dst);

@@ -113,15 +113,18 @@ class Compose {
  public:
   Compose() = default;
   Compose(std::vector<TransformPtr> transforms);  // NOLINT: a list reads naturally
-  Compose(std::initializer_list<TransformPtr> transforms) : Compose(std::vector<TransformPtr>(transforms)) {}
+  Compose(std::initializer_list<TransformPtr> transforms)
+      : Compose(std::vector<TransformPtr>(transforms)) {}
   Compose& add(TransformPtr t);
   ImageShape output_shape(ImageShape in) const;
   // Runs every transform, ping-ponging between the two scratch images; returns the result
   // (which is `in` itself when nothing changed it).
-  const Image& operator()(const Image& in, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
+  const Image& operator()(const Image& in, Image& scratch_a, Image& scratch_b,
+                          SampleRandom& random) const;
   // Runs every transform and leaves the result in `dst` as CHW (see write_chw), the last
   // step writing there directly where its output is already laid out that way.
-  void run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b, SampleRandom& random) const;
+  void run_into(const Image& in, void* dst, Image& scratch_a, Image& scratch_b,
+                SampleRandom& random) const;
   bool empty() const { return transforms_.empty(); }
   std::string str() const;
   // Differs between any two Composes that hold different transforms (a copy keeps it), so

@@ -78,7 +78,9 @@ bool should_apply(Device device) {
   return !t.suspended && (device.is_cuda() ? t.cuda.enabled : t.cpu.enabled);
 }
 
-SuspendGuard::SuspendGuard(bool suspend) : previous_(state().suspended) { state().suspended = suspend; }
+SuspendGuard::SuspendGuard(bool suspend) : previous_(state().suspended) {
+  state().suspended = suspend;
+}
 SuspendGuard::~SuspendGuard() { state().suspended = previous_; }
 
 namespace detail {

@@ -85,7 +85,8 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t_) {
     else print_block(s, t, 0, 0, "", summarise);
   }
   s << "[ " << t_.toString() << '{';
-  for (std::int64_t d = 0; d < t.dim(); ++d) s << (d ? "," : "") << t.sizes()[static_cast<std::size_t>(d)];
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    s << (d ? "," : "") << t.sizes()[static_cast<std::size_t>(d)];
   s << "} ]";
   if (t_.requires_grad() && t_.grad_fn()) s << " grad_fn=<" << t_.grad_fn()->name() << '>';
   return out << s.str();

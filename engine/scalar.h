@@ -13,7 +13,10 @@ class Scalar {
  public:
   Scalar() : Scalar(0) {}
   template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
-  Scalar(T v) : is_integral_(true), is_bool_(std::is_same_v<T, bool>), i_(static_cast<std::int64_t>(v)) {}  // NOLINT
+  Scalar(T v)
+      : is_integral_(true),
+        is_bool_(std::is_same_v<T, bool>),
+        i_(static_cast<std::int64_t>(v)) {}  // NOLINT
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Scalar(T v) : is_integral_(false), d_(static_cast<double>(v)) {}  // NOLINT
   Scalar(Half v) : Scalar(static_cast<float>(v)) {}                // NOLINT

@@ -30,12 +30,18 @@ Tensor Tensor::gt(const Tensor& o) const { return frugal::gt(*this, o); }
 Tensor Tensor::ge(const Tensor& o) const { return frugal::ge(*this, o); }
 
 Tensor Tensor::sum() const { return frugal::sum(*this); }
-Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return frugal::sum(*this, dims, keepdim); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const {
+  return frugal::sum(*this, dims, keepdim);
+}
 Tensor Tensor::mean() const { return frugal::mean(*this); }
-Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return frugal::mean(*this, dims, keepdim); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const {
+  return frugal::mean(*this, dims, keepdim);
+}
 Tensor Tensor::max() const { return frugal::max(*this); }
 Tensor Tensor::min() const { return frugal::min(*this); }
-Tensor Tensor::argmax(std::int64_t dim, bool keepdim) const { return frugal::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmax(std::int64_t dim, bool keepdim) const {
+  return frugal::argmax(*this, dim, keepdim);
+}
 Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const {
   return frugal::var(*this, dims, unbiased, keepdim);
 }

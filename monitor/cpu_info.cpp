@@ -15,7 +15,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -27,7 +28,8 @@ std::string_view cpuinfo_value(std::string_view text, std::string_view key) {
     const std::string_view line = text.substr(at, end - at);
     at = end + 1;
     const std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
+    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == key)
+      return trim(line.substr(colon + 1));
   }
   return {};
 }
@@ -59,7 +61,8 @@ VectorUnits parse_cpu_flags(std::string_view flags) {
 CpuInfo parse_cpuinfo(std::string_view cpuinfo) {
   CpuInfo info;
   info.model = std::string(cpuinfo_value(cpuinfo, "model name"));
-  if (info.model.empty()) info.model = std::string(cpuinfo_value(cpuinfo, "Model"));  // arm64 spelling
+  if (info.model.empty())
+    info.model = std::string(cpuinfo_value(cpuinfo, "Model"));  // arm64 spelling
   info.cpu = parse_cpu_flags(cpuinfo_value(cpuinfo, "flags"));
   return info;
 }
@@ -103,7 +106,8 @@ CpuInfo cpu_info() {
   info.logical_cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   cpu_set_t set;
   CPU_ZERO(&set);
-  info.usable_cores = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : info.logical_cores;
+  info.usable_cores =
+      ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : info.logical_cores;
   info.build = compiled_vector_units();
   return info;
 }

@@ -14,12 +14,16 @@ std::uint32_t crc32c(const void* data, std::size_t size);
 inline std::uint32_t crc32c(std::string_view bytes) { return crc32c(bytes.data(), bytes.size()); }
 
 // TensorFlow's mask: rotate right by 15 bits and add a constant.
-constexpr std::uint32_t mask_crc(std::uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+constexpr std::uint32_t mask_crc(std::uint32_t crc) {
+  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
 constexpr std::uint32_t unmask_crc(std::uint32_t masked) {
   const std::uint32_t rotated = masked - 0xa282ead8u;
   return (rotated >> 17) | (rotated << 15);
 }
 
-inline std::uint32_t masked_crc32c(const void* data, std::size_t size) { return mask_crc(crc32c(data, size)); }
+inline std::uint32_t masked_crc32c(const void* data, std::size_t size) {
+  return mask_crc(crc32c(data, size));
+}
 
 }  // namespace frugal::monitor

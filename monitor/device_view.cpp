@@ -13,10 +13,12 @@ std::string DeviceView::str() const {
   std::ostringstream out;
   for (const DeviceMemory& d : devices) {
     out << "cuda:" << d.index << " " << d.name << " (sm_" << d.compute_capability << "): used "
-        << format_bytes(d.used) << " / " << format_bytes(d.total) << ", free " << format_bytes(d.free);
+        << format_bytes(d.used) << " / " << format_bytes(d.total) << ", free "
+        << format_bytes(d.free);
     if (d.frugal_reserved >= 0)
       out << "; frugal reserved " << format_bytes(d.frugal_reserved) << ", allocated "
-          << format_bytes(d.frugal_allocated) << ", outside frugal " << format_bytes(d.outside_frugal());
+          << format_bytes(d.frugal_allocated) << ", outside frugal "
+          << format_bytes(d.outside_frugal());
     if (d.process_used >= 0) out << "; this process (NVML) " << format_bytes(d.process_used);
     out << "\n";
   }

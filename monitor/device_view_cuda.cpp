@@ -53,8 +53,8 @@ DeviceView device_view(int device, bool with_allocator) {
     return view;
   }
   const int count = cuda::device_count();
-  FRUGAL_CHECK(device < count, "device_view: no CUDA device " + std::to_string(device) + " (this machine has " +
-                                   std::to_string(count) + ")");
+  FRUGAL_CHECK(device < count, "device_view: no CUDA device " + std::to_string(device) +
+                                   " (this machine has " + std::to_string(count) + ")");
   for (int i = device < 0 ? 0 : device; i < (device < 0 ? count : device + 1); ++i)
     view.devices.push_back(query_device(i, with_allocator));
   return view;

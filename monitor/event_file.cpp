@@ -21,7 +21,8 @@ std::string encode_file_version_event(double wall_time, std::string_view version
   return event.take();
 }
 
-std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag, float value) {
+std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag,
+                                float value) {
   ProtoWriter summary_value;
   summary_value.bytes_field(value_field::kTag, tag);
   summary_value.float_field(value_field::kSimpleValue, value);

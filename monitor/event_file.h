@@ -28,9 +28,11 @@ inline constexpr int kSimpleValue = 2;  // float (oneof value)
 }  // namespace value_field
 
 // The Event announcing the file version (step 0).
-std::string encode_file_version_event(double wall_time, std::string_view version = kEventFileVersion);
+std::string encode_file_version_event(double wall_time,
+                                      std::string_view version = kEventFileVersion);
 // An Event with one scalar Summary.Value{tag, simple_value}.
-std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag, float value);
+std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag,
+                                float value);
 
 // One TFRecord: uint64 length, masked CRC32C of those 8 bytes, the data, masked CRC32C of
 // the data (all little-endian).

@@ -16,7 +16,8 @@ std::string tag_name(alloc::HistoryTag op, alloc::HistoryTag module, TagGrouping
     case TagGrouping::kOp: name = op_name; break;
     case TagGrouping::kModule: name = module_name; break;
     case TagGrouping::kModuleAndOp:
-      name = module_name.empty() || op_name.empty() ? module_name + op_name : module_name + " / " + op_name;
+      name = module_name.empty() || op_name.empty() ? module_name + op_name
+                                                    : module_name + " / " + op_name;
       break;
   }
   return name.empty() ? kUntagged : name;
@@ -30,13 +31,16 @@ std::map<std::string, std::int64_t> live_bytes_by_tag(const alloc::CachingAlloca
   std::map<std::pair<alloc::HistoryTag, alloc::HistoryTag>, std::int64_t> by_pair;
   for (const alloc::SegmentInfo& segment : allocator.snapshot())
     for (const auto& block : segment.blocks)
-      if (block.allocated) by_pair[{block.op, block.module}] += static_cast<std::int64_t>(block.size);
+      if (block.allocated)
+        by_pair[{block.op, block.module}] += static_cast<std::int64_t>(block.size);
   std::map<std::string, std::int64_t> bytes;
-  for (const auto& [tags, size] : by_pair) bytes[tag_name(tags.first, tags.second, grouping)] += size;
+  for (const auto& [tags, size] : by_pair)
+    bytes[tag_name(tags.first, tags.second, grouping)] += size;
   return bytes;
 }
 
-TagBytesProvider history_tag_provider(const alloc::CachingAllocator& allocator, TagGrouping grouping) {
+TagBytesProvider history_tag_provider(const alloc::CachingAllocator& allocator,
+                                      TagGrouping grouping) {
   return [&allocator, grouping]() -> std::map<std::string, std::int64_t> {
     if (!allocator.history_enabled()) return {};
     return live_bytes_by_tag(allocator, grouping);

@@ -26,8 +26,8 @@ inline constexpr const char* kUntagged = "(untagged)";
 
 // Bytes of the allocator's allocated blocks now, per tag (block sizes, as allocated_bytes
 // counts them). Everything is kUntagged while the history is off.
-std::map<std::string, std::int64_t> live_bytes_by_tag(const alloc::CachingAllocator& allocator,
-                                                      TagGrouping grouping = TagGrouping::kModuleAndOp);
+std::map<std::string, std::int64_t> live_bytes_by_tag(
+    const alloc::CachingAllocator& allocator, TagGrouping grouping = TagGrouping::kModuleAndOp);
 
 // A provider for LeakWatch over `allocator` (which must outlive it): live_bytes_by_tag
 // while the allocator records its history, nothing otherwise (the watch then names no tag).

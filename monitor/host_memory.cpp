@@ -75,7 +75,8 @@ SystemMemory system_memory() {
   return meminfo ? parse_meminfo(*meminfo) : SystemMemory{};
 }
 
-HostMemorySampler::HostMemorySampler(bool full) : full_(full), start_(std::chrono::steady_clock::now()) {}
+HostMemorySampler::HostMemorySampler(bool full)
+    : full_(full), start_(std::chrono::steady_clock::now()) {}
 
 const HostMemorySampler::Sample& HostMemorySampler::sample(std::int64_t index) {
   Sample s;

@@ -30,7 +30,9 @@ struct SystemMemory {
   std::int64_t free = -1;
   std::int64_t swap_total = -1;
   std::int64_t swap_free = -1;
-  std::int64_t swap_used() const { return swap_total >= 0 && swap_free >= 0 ? swap_total - swap_free : -1; }
+  std::int64_t swap_used() const {
+    return swap_total >= 0 && swap_free >= 0 ? swap_total - swap_free : -1;
+  }
 };
 
 // psutil.Process().memory_info(): cheap (one small /proc read), fit for every step.

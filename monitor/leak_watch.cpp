@@ -20,19 +20,22 @@ MemorySample sample_memory(std::int64_t epoch, const alloc::CachingAllocator& al
 }
 
 std::string LeakWarning::message() const {
-  std::string text = "possible memory leak: " + metric + " grew in each of the last " + std::to_string(epochs_growing) +
-                     " epochs, from " + format_bytes(before) + " to " + format_bytes(now) + " (+" +
-                     format_bytes(now - before) + ") at epoch " + std::to_string(epoch);
+  std::string text = "possible memory leak: " + metric + " grew in each of the last " +
+                     std::to_string(epochs_growing) + " epochs, from " + format_bytes(before) +
+                     " to " + format_bytes(now) + " (+" + format_bytes(now - before) +
+                     ") at epoch " + std::to_string(epoch);
   if (top_growing.empty()) return text + "; no per-op attribution (no memory history attached)";
   text += "; grew most:";
   for (std::size_t i = 0; i < top_growing.size(); ++i)
-    text += std::string(i ? "," : "") + " " + top_growing[i].tag + " +" + format_bytes(top_growing[i].growth());
+    text += std::string(i ? "," : "") + " " + top_growing[i].tag + " +" +
+            format_bytes(top_growing[i].growth());
   return text;
 }
 
 LeakWatch::LeakWatch(LeakWatchOptions options, TagBytesProvider provider)
     : options_(options), provider_(std::move(provider)) {
-  FRUGAL_CHECK(options_.consecutive_epochs >= 1, "LeakWatch: consecutive_epochs must be at least 1");
+  FRUGAL_CHECK(options_.consecutive_epochs >= 1,
+               "LeakWatch: consecutive_epochs must be at least 1");
   FRUGAL_CHECK(options_.min_growth_bytes >= 0 && options_.min_growth_fraction >= 0,
                "LeakWatch: growth thresholds must not be negative");
   tracks_ = {{"allocated", &MemorySample::allocated},
@@ -41,7 +44,8 @@ LeakWatch::LeakWatch(LeakWatchOptions options, TagBytesProvider provider)
 }
 
 bool LeakWatch::grew(std::int64_t before, std::int64_t now) const {
-  const double relative = options_.min_growth_fraction * static_cast<double>(std::max<std::int64_t>(before, 0));
+  const double relative =
+      options_.min_growth_fraction * static_cast<double>(std::max<std::int64_t>(before, 0));
   const double threshold = std::max(static_cast<double>(options_.min_growth_bytes), relative);
   return static_cast<double>(now - before) > threshold;
 }
@@ -76,7 +80,8 @@ std::vector<LeakWarning> LeakWatch::observe(const MemorySample& sample) {
 }
 
 std::vector<TagGrowth> LeakWatch::top_growing(int epochs_back) const {
-  const auto& before = tag_history_[tag_history_.size() - 1 - static_cast<std::size_t>(epochs_back)];
+  const auto& before =
+      tag_history_[tag_history_.size() - 1 - static_cast<std::size_t>(epochs_back)];
   const auto& now = tag_history_.back();
   std::vector<TagGrowth> growth;
   for (const auto& [tag, bytes] : now) {

@@ -17,7 +17,9 @@ namespace frugal::monitor {
 
 namespace {
 
-std::int64_t rlimit_bytes(rlim_t value) { return value == RLIM_INFINITY ? -1 : static_cast<std::int64_t>(value); }
+std::int64_t rlimit_bytes(rlim_t value) {
+  return value == RLIM_INFINITY ? -1 : static_cast<std::int64_t>(value);
+}
 
 // cgroup v2 memory.max or v1 memory.limit_in_bytes of this process's group; "max" or a
 // value near 2^63 means no limit.
@@ -32,7 +34,8 @@ std::int64_t cgroup_memory_limit() {
       const std::string controllers = line.substr(first + 1, second - first - 1);
       const std::string path = line.substr(second + 1);
       if (controllers.empty()) candidates.push_back("/sys/fs/cgroup" + path + "/memory.max");
-      if (controllers == "memory") candidates.push_back("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
+      if (controllers == "memory")
+        candidates.push_back("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
     }
   }
   // Inside a container the group's own directory is usually mounted as the root.
@@ -53,10 +56,14 @@ std::string transparent_hugepages() {
   const auto text = read_text_file("/sys/kernel/mm/transparent_hugepage/enabled");
   if (!text) return "";
   const std::size_t open = text->find('['), close = text->find(']');
-  return open == std::string::npos || close == std::string::npos ? "" : text->substr(open + 1, close - open - 1);
+  return open == std::string::npos || close == std::string::npos
+             ? ""
+             : text->substr(open + 1, close - open - 1);
 }
 
-std::string bytes_or_unlimited(std::int64_t bytes) { return bytes < 0 ? "unlimited" : format_bytes(bytes); }
+std::string bytes_or_unlimited(std::int64_t bytes) {
+  return bytes < 0 ? "unlimited" : format_bytes(bytes);
+}
 
 std::string units_text(const VectorUnits& v) {
   std::string text;
@@ -137,31 +144,39 @@ MachineReport collect_machine_report() {
 std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
   using L = Advice::Level;
   std::vector<Advice> out;
-  auto add = [&](L level, const char* topic, std::string text) { out.push_back({level, topic, std::move(text)}); };
+  auto add = [&](L level, const char* topic, std::string text) {
+    out.push_back({level, topic, std::move(text)});
+  };
 
   // Memory: what happens when a step needs more than there is.
-  const std::int64_t ram = r.cgroup_memory_limit > 0 && (r.memory.total < 0 || r.cgroup_memory_limit < r.memory.total)
-                               ? r.cgroup_memory_limit
-                               : r.memory.total;
+  const std::int64_t ram =
+      r.cgroup_memory_limit > 0 && (r.memory.total < 0 || r.cgroup_memory_limit < r.memory.total)
+          ? r.cgroup_memory_limit
+          : r.memory.total;
   if (r.memory.swap_total == 0 && ram >= 0 && ram < t.little_ram)
     add(L::kWarning, "swap",
         "no swap and only " + format_bytes(ram) +
-            " of RAM: a step that needs more is killed by the OOM killer at once, with nothing to slow down into; "
+            " of RAM: a step that needs more is killed by the OOM killer at once, with nothing to "
+            "slow down into; "
             "add a swap file or find the batch size that fits (frugal-train --auto-batch-size)");
   else if (r.memory.swap_total == 0)
-    add(L::kNote, "swap", "no swap: exceeding RAM ends the process (OOM killer) rather than slowing it down");
+    add(L::kNote, "swap",
+        "no swap: exceeding RAM ends the process (OOM killer) rather than slowing it down");
   if (r.memory.total > 0 && r.memory.available >= 0 &&
-      static_cast<double>(r.memory.available) < t.low_available_fraction * static_cast<double>(r.memory.total))
+      static_cast<double>(r.memory.available) <
+          t.low_available_fraction * static_cast<double>(r.memory.total))
     add(L::kWarning, "memory",
         "only " + format_bytes(r.memory.available) + " of " + format_bytes(r.memory.total) +
             " RAM is available: other processes hold the rest");
   if (r.cgroup_memory_limit > 0 && r.memory.total > 0 && r.cgroup_memory_limit < r.memory.total)
     add(L::kWarning, "container",
-        "this process's cgroup is limited to " + format_bytes(r.cgroup_memory_limit) + " although the machine has " +
-            format_bytes(r.memory.total) + ": plan batch sizes by the limit, past it the OOM killer acts");
+        "this process's cgroup is limited to " + format_bytes(r.cgroup_memory_limit) +
+            " although the machine has " + format_bytes(r.memory.total) +
+            ": plan batch sizes by the limit, past it the OOM killer acts");
   if (r.transparent_hugepages == "never")
     add(L::kWarning, "hugepages",
-        "transparent huge pages are off (never): the host allocator's large segments fault in 4 KiB pages, about "
+        "transparent huge pages are off (never): the host allocator's large segments fault in 4 "
+        "KiB pages, about "
         "12 us each on first touch (enable madvise: /sys/kernel/mm/transparent_hugepage/enabled)");
 
   // Pinned memory: locked with mlock where there is no CUDA device, so RLIMIT_MEMLOCK caps it.
@@ -172,10 +187,13 @@ std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
               "; pinned buffers come from cudaHostAlloc here, which this limit does not cap");
     else
       add(L::kWarning, "memlock",
-          "RLIMIT_MEMLOCK is " + format_bytes(r.memlock_soft) + ", below the " + format_bytes(t.pinned_memory_wanted) +
-              " a few pinned batches of real images take (64 RGB images of 224x224 in float32 are 37 MiB): "
+          "RLIMIT_MEMLOCK is " + format_bytes(r.memlock_soft) + ", below the " +
+              format_bytes(t.pinned_memory_wanted) +
+              " a few pinned batches of real images take (64 RGB images of 224x224 in float32 are "
+              "37 MiB): "
               "without CUDA pinned memory is mlock'd, and past the limit it "
-              "falls back to pageable memory (raise it: ulimit -l unlimited, or LimitMEMLOCK= in systemd, "
+              "falls back to pageable memory (raise it: ulimit -l unlimited, or LimitMEMLOCK= in "
+              "systemd, "
               "--ulimit memlock=-1 in docker)");
   }
 
@@ -183,27 +201,32 @@ std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
   const VectorUnits& cpu = r.cpu.cpu;
   const VectorUnits& build = r.cpu.build;
   if (!cpu.avx2)
-    add(L::kWarning, "cpu", "no AVX2: frugal's kernels fall back to scalar loops, training is several times slower");
+    add(L::kWarning, "cpu",
+        "no AVX2: frugal's kernels fall back to scalar loops, training is several times slower");
   if ((cpu.avx2 && !build.avx2) || (cpu.avx512f && !build.avx512f))
     add(L::kWarning, "cpu",
         "this build does not use all the vector units the CPU has (CPU: " + units_text(cpu) +
             "; build: " + units_text(build) + "): rebuild on this machine with -DFRUGAL_NATIVE=ON");
   if (!cpu.avx512_bf16)
     add(L::kNote, "amp",
-        "no AVX512_BF16: --amp bf16 on the CPU converts to and from bfloat16 without hardware help, so it saves "
+        "no AVX512_BF16: --amp bf16 on the CPU converts to and from bfloat16 without hardware "
+        "help, so it saves "
         "activation memory but runs slower than float32");
   if (!cpu.f16c)
     add(L::kNote, "amp", "no F16C: float16 conversions on the CPU are done in software");
   if (r.cpu.usable_cores > 0 && r.cpu.usable_cores < r.cpu.logical_cores)
     add(L::kNote, "cpu",
         "this process may use " + std::to_string(r.cpu.usable_cores) + " of the " +
-            std::to_string(r.cpu.logical_cores) + " cores (affinity or cpuset); frugal's threads default to those");
+            std::to_string(r.cpu.logical_cores) +
+            " cores (affinity or cpuset); frugal's threads default to those");
 
   // CUDA devices.
   if (!r.devices.available())
-    add(L::kNote, "cuda", "training runs on the CPU; --device cuda is refused: " + r.devices.unavailable_reason);
+    add(L::kNote, "cuda",
+        "training runs on the CPU; --device cuda is refused: " + r.devices.unavailable_reason);
   for (const DeviceMemory& d : r.devices.devices)
-    if (d.total > 0 && static_cast<double>(d.free) < t.low_device_free_fraction * static_cast<double>(d.total))
+    if (d.total > 0 &&
+        static_cast<double>(d.free) < t.low_device_free_fraction * static_cast<double>(d.total))
       add(L::kWarning, "cuda",
           "cuda:" + std::to_string(d.index) + " has only " + format_bytes(d.free) + " free of " +
               format_bytes(d.total) + ": other processes use it (nvidia-smi lists them)");
@@ -216,20 +239,25 @@ std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
 std::string report_text(const MachineReport& r, const std::vector<Advice>& advice) {
   std::ostringstream out;
   auto line = [&](const std::string& name, const std::string& value) {
-    out << "  " << name << std::string(name.size() < 22 ? 22 - name.size() : 1, ' ') << value << "\n";
+    out << "  " << name << std::string(name.size() < 22 ? 22 - name.size() : 1, ' ') << value
+        << "\n";
   };
   out << "machine\n";
   line("host", r.host + " (" + r.kernel + ")");
   out << "memory\n";
   line("RAM total", format_bytes(r.memory.total));
   line("RAM available", format_bytes(r.memory.available));
-  line("swap", format_bytes(r.memory.swap_total) + " total, " + format_bytes(r.memory.swap_free) + " free");
+  line("swap",
+       format_bytes(r.memory.swap_total) + " total, " + format_bytes(r.memory.swap_free) + " free");
   line("container limit", bytes_or_unlimited(r.cgroup_memory_limit));
-  line("memlock limit", bytes_or_unlimited(r.memlock_soft) + " (hard " + bytes_or_unlimited(r.memlock_hard) + ")");
-  line("transparent hugepages", r.transparent_hugepages.empty() ? "unknown" : r.transparent_hugepages);
+  line("memlock limit",
+       bytes_or_unlimited(r.memlock_soft) + " (hard " + bytes_or_unlimited(r.memlock_hard) + ")");
+  line("transparent hugepages",
+       r.transparent_hugepages.empty() ? "unknown" : r.transparent_hugepages);
   out << "cpu\n";
   line("model", r.cpu.model);
-  line("cores", std::to_string(r.cpu.logical_cores) + " logical, " + std::to_string(r.cpu.usable_cores) + " usable");
+  line("cores", std::to_string(r.cpu.logical_cores) + " logical, " +
+                    std::to_string(r.cpu.usable_cores) + " usable");
   line("vector units", units_text(r.cpu.cpu));
   line("build uses", units_text(r.cpu.build));
   out << "cuda\n";
@@ -249,7 +277,8 @@ std::string report_text(const MachineReport& r, const std::vector<Advice>& advic
     line("error", r.alloc_conf_error);
   out << "advice\n";
   if (advice.empty()) out << "  nothing to report\n";
-  for (const Advice& a : advice) out << "  " << level_name(a.level) << " [" << a.topic << "]: " << a.text << "\n";
+  for (const Advice& a : advice)
+    out << "  " << level_name(a.level) << " [" << a.topic << "]: " << a.text << "\n";
   return out.str();
 }
 

@@ -40,10 +40,10 @@ const Nvml& nvml() {
       return n;
     }
     n.init = reinterpret_cast<decltype(n.init)>(::dlsym(library, "nvmlInit_v2"));
-    n.handle_by_pci_bus_id =
-        reinterpret_cast<decltype(n.handle_by_pci_bus_id)>(::dlsym(library, "nvmlDeviceGetHandleByPciBusId_v2"));
-    n.compute_processes =
-        reinterpret_cast<decltype(n.compute_processes)>(::dlsym(library, "nvmlDeviceGetComputeRunningProcesses"));
+    n.handle_by_pci_bus_id = reinterpret_cast<decltype(n.handle_by_pci_bus_id)>(
+        ::dlsym(library, "nvmlDeviceGetHandleByPciBusId_v2"));
+    n.compute_processes = reinterpret_cast<decltype(n.compute_processes)>(
+        ::dlsym(library, "nvmlDeviceGetComputeRunningProcesses"));
     if (!n.init || !n.handle_by_pci_bus_id || !n.compute_processes) {
       n.unavailable = "this NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or "
                       "nvmlDeviceGetComputeRunningProcesses";
@@ -65,8 +65,10 @@ NvmlProcessMemory nvml_process_memory(const std::string& pci_bus_id) {
     return result;
   }
   NvmlDevice device = nullptr;
-  if (const NvmlReturn status = n.handle_by_pci_bus_id(pci_bus_id.c_str(), &device); status != kSuccess) {
-    result.note = "NVML does not know the device at PCI bus id " + pci_bus_id + " (error " + std::to_string(status) + ")";
+  if (const NvmlReturn status = n.handle_by_pci_bus_id(pci_bus_id.c_str(), &device);
+      status != kSuccess) {
+    result.note = "NVML does not know the device at PCI bus id " + pci_bus_id + " (error " +
+                  std::to_string(status) + ")";
     return result;
   }
   std::vector<ProcessInfoV1> processes(64);
@@ -78,7 +80,8 @@ NvmlProcessMemory nvml_process_memory(const std::string& pci_bus_id) {
     status = n.compute_processes(device, &count, processes.data());
   }
   if (status != kSuccess) {
-    result.note = "nvmlDeviceGetComputeRunningProcesses failed with NVML error " + std::to_string(status);
+    result.note =
+        "nvmlDeviceGetComputeRunningProcesses failed with NVML error " + std::to_string(status);
     return result;
   }
   const auto self = static_cast<unsigned int>(::getpid());
@@ -91,8 +94,10 @@ NvmlProcessMemory nvml_process_memory(const std::string& pci_bus_id) {
     result.bytes = static_cast<std::int64_t>(processes[i].used_gpu_memory);
     return result;
   }
-  result.note = "NVML does not list this process on the device (no CUDA context there yet, or a PID namespace "
-                "it cannot see into)";
+  result.note =
+      "NVML does not list this process on the device (no CUDA context there yet, or a PID "
+      "namespace "
+      "it cannot see into)";
   return result;
 }
 

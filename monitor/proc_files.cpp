@@ -32,7 +32,8 @@ std::optional<std::int64_t> find_kb_field(std::string_view text, std::string_vie
     const std::size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line = text.substr(at, end - at);
     at = end + 1;
-    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') continue;
+    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':')
+      continue;
     const std::string rest(line.substr(key.size() + 1));
     char* after = nullptr;
     const long long value = std::strtoll(rest.c_str(), &after, 10);

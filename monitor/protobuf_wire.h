@@ -21,7 +21,9 @@ class ProtoWriter {
     varint(value);
   }
   // int64: negative values are their two's complement as a 10-byte varint, as protobuf does.
-  void int64_field(int field, std::int64_t value) { varint_field(field, static_cast<std::uint64_t>(value)); }
+  void int64_field(int field, std::int64_t value) {
+    varint_field(field, static_cast<std::uint64_t>(value));
+  }
   void double_field(int field, double value) {
     std::uint64_t bits;
     std::memcpy(&bits, &value, sizeof bits);

@@ -25,8 +25,8 @@ std::string host_name() {
 std::string event_file_name(const std::string& suffix) {
   static std::atomic<int> writers_made{0};
   const auto seconds = static_cast<long long>(unix_time_now());
-  return "events.out.tfevents." + std::to_string(seconds) + "." + host_name() + "." + std::to_string(::getpid()) +
-         "." + std::to_string(writers_made++) + suffix;
+  return "events.out.tfevents." + std::to_string(seconds) + "." + host_name() + "." +
+         std::to_string(::getpid()) + "." + std::to_string(writers_made++) + suffix;
 }
 
 }  // namespace
@@ -40,12 +40,14 @@ SummaryWriter::SummaryWriter(const std::string& log_dir, SummaryWriterOptions op
   FRUGAL_CHECK(!log_dir.empty(), "SummaryWriter: the log directory is empty");
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
-  FRUGAL_CHECK(!ec, "SummaryWriter: cannot create the log directory '" + log_dir + "': " + ec.message());
+  FRUGAL_CHECK(!ec,
+               "SummaryWriter: cannot create the log directory '" + log_dir + "': " + ec.message());
   FRUGAL_CHECK(std::filesystem::is_directory(log_dir, ec),
                "SummaryWriter: '" + log_dir + "' exists and is not a directory");
   path_ = (std::filesystem::path(log_dir) / event_file_name(options_.filename_suffix)).string();
   file_ = std::fopen(path_.c_str(), "wb");
-  FRUGAL_CHECK(file_ != nullptr, "SummaryWriter: cannot create '" + path_ + "': " + std::strerror(errno));
+  FRUGAL_CHECK(file_ != nullptr,
+               "SummaryWriter: cannot create '" + path_ + "': " + std::strerror(errno));
   // The version event goes out at once: TensorBoard recognises the file from its first record.
   append_event(encode_file_version_event(unix_time_now()));
   try {
@@ -67,15 +69,17 @@ SummaryWriter::~SummaryWriter() {
 void SummaryWriter::add_scalar(const std::string& tag, double value, std::int64_t step,
                                std::optional<double> wall_time) {
   FRUGAL_CHECK(!tag.empty(), "SummaryWriter::add_scalar: the tag is empty");
-  const std::string event =
-      encode_scalar_event(wall_time ? *wall_time : unix_time_now(), step, tag, static_cast<float>(value));
+  const std::string event = encode_scalar_event(wall_time ? *wall_time : unix_time_now(), step, tag,
+                                                static_cast<float>(value));
   std::lock_guard<std::mutex> lock(mutex_);
-  FRUGAL_CHECK(file_ != nullptr, "SummaryWriter::add_scalar('" + tag + "'): the writer of '" + path_ + "' is closed");
+  FRUGAL_CHECK(file_ != nullptr,
+               "SummaryWriter::add_scalar('" + tag + "'): the writer of '" + path_ + "' is closed");
   // A new step means the previous one is complete: write it before buffering this one.
   if (options_.flush_each_step && pending_step_ && *pending_step_ != step) flush_locked();
   append_event(event);
   pending_step_ = step;
-  const double since_flush = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_flush_).count();
+  const double since_flush =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_flush_).count();
   if (since_flush >= options_.flush_secs) flush_locked();
 }
 
@@ -111,7 +115,8 @@ void SummaryWriter::close() {
     throw;
   }
   file_ = nullptr;
-  FRUGAL_CHECK(std::fclose(file) == 0, "SummaryWriter: cannot close '" + path_ + "': " + std::strerror(errno));
+  FRUGAL_CHECK(std::fclose(file) == 0,
+               "SummaryWriter: cannot close '" + path_ + "': " + std::strerror(errno));
 }
 
 }  // namespace frugal::monitor

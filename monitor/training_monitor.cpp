@@ -18,12 +18,14 @@ double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 }  // namespace
 
-TrainingMonitor::TrainingMonitor(const alloc::CachingAllocator& allocator, TrainingMonitorOptions options,
-                                 std::int64_t first_epoch)
+TrainingMonitor::TrainingMonitor(const alloc::CachingAllocator& allocator,
+                                 TrainingMonitorOptions options, std::int64_t first_epoch)
     : allocator_(allocator),
       options_(std::move(options)),
-      leak_watch_(options_.leak, options_.tag_provider ? options_.tag_provider : history_tag_provider(allocator)) {
-  if (!options_.tensorboard_dir.empty()) writer_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
+      leak_watch_(options_.leak,
+                  options_.tag_provider ? options_.tag_provider : history_tag_provider(allocator)) {
+  if (!options_.tensorboard_dir.empty())
+    writer_ = std::make_unique<SummaryWriter>(options_.tensorboard_dir);
   leak_watch_.observe(sample_memory(first_epoch, allocator_));
   epoch_samples_.sample(first_epoch);
 }
@@ -42,7 +44,8 @@ void TrainingMonitor::on_step(std::int64_t step, const StepScalars& s) {
   scalar("train/loss", s.loss, step);
   scalar("train/accuracy", s.accuracy, step);
   scalar("train/images_per_sec", s.images_per_sec, step);
-  if (s.loader_queue_depth) scalar("loader/queue_depth", static_cast<double>(*s.loader_queue_depth), step);
+  if (s.loader_queue_depth)
+    scalar("loader/queue_depth", static_cast<double>(*s.loader_queue_depth), step);
   if (options_.cuda_device >= 0) {
     const DeviceView view = device_view(options_.cuda_device, /*with_allocator=*/false);
     if (view.available()) {
@@ -52,15 +55,18 @@ void TrainingMonitor::on_step(std::int64_t step, const StepScalars& s) {
   }
 }
 
-std::vector<LeakWarning> TrainingMonitor::on_epoch_end(std::int64_t epoch, std::int64_t step, double test_accuracy) {
+std::vector<LeakWarning> TrainingMonitor::on_epoch_end(std::int64_t epoch, std::int64_t step,
+                                                       double test_accuracy) {
   const auto& host = epoch_samples_.sample(epoch);
   scalar("epoch/test_accuracy", test_accuracy, step);
-  scalar("epoch/host_uss_MiB", host.process.uss >= 0 ? mib(host.process.uss) : StepScalars::kNone, step);
-  scalar("epoch/host_peak_rss_MiB", host.process.peak_rss >= 0 ? mib(host.process.peak_rss) : StepScalars::kNone,
+  scalar("epoch/host_uss_MiB", host.process.uss >= 0 ? mib(host.process.uss) : StepScalars::kNone,
          step);
+  scalar("epoch/host_peak_rss_MiB",
+         host.process.peak_rss >= 0 ? mib(host.process.peak_rss) : StepScalars::kNone, step);
   std::vector<LeakWarning> warnings = leak_watch_.observe(sample_memory(epoch, allocator_));
   if (options_.print_leak_warnings)
-    for (const LeakWarning& w : warnings) std::fprintf(stderr, "frugal: warning: %s\n", w.message().c_str());
+    for (const LeakWarning& w : warnings)
+      std::fprintf(stderr, "frugal: warning: %s\n", w.message().c_str());
   if (writer_) writer_->flush();
   return warnings;
 }

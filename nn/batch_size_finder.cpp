@@ -89,19 +89,25 @@ class Search {
 BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocator& allocator,
                                 std::int64_t budget, const BatchSizeFinderOptions& options) {
   FRUGAL_CHECK(static_cast<bool>(step), "find_batch_size: the training step is empty");
-  FRUGAL_CHECK(budget >= 0, "find_batch_size: the budget must be >= 0 bytes, got " + std::to_string(budget));
+  FRUGAL_CHECK(budget >= 0,
+               "find_batch_size: the budget must be >= 0 bytes, got " + std::to_string(budget));
   FRUGAL_CHECK(options.first_probe >= 1 && options.second_probe > options.first_probe,
                "find_batch_size: the probe batches must satisfy 1 <= first < second, got " +
-                   std::to_string(options.first_probe) + " and " + std::to_string(options.second_probe));
-  FRUGAL_CHECK(options.max_batch >= 1 && options.max_batch < (std::int64_t{1} << 40),
-               "find_batch_size: max_batch must be in [1, 2^40), got " + std::to_string(options.max_batch));
-  FRUGAL_CHECK(options.backoff > 0 && options.backoff < 1,
-               "find_batch_size: backoff must be in (0, 1), got " + std::to_string(options.backoff));
+                   std::to_string(options.first_probe) + " and " +
+                   std::to_string(options.second_probe));
+  FRUGAL_CHECK(
+      options.max_batch >= 1 && options.max_batch < (std::int64_t{1} << 40),
+      "find_batch_size: max_batch must be in [1, 2^40), got " + std::to_string(options.max_batch));
+  FRUGAL_CHECK(
+      options.backoff > 0 && options.backoff < 1,
+      "find_batch_size: backoff must be in (0, 1), got " + std::to_string(options.backoff));
   FRUGAL_CHECK(options.device_headroom >= 0 && options.device_headroom < 1,
-               "find_batch_size: device_headroom must be in [0, 1), got " + std::to_string(options.device_headroom));
+               "find_batch_size: device_headroom must be in [0, 1), got " +
+                   std::to_string(options.device_headroom));
   const auto limit = static_cast<std::int64_t>(allocator.memory_limit());
   if (budget == 0)
-    budget = static_cast<std::int64_t>(static_cast<double>(limit) * (1.0 - options.device_headroom));
+    budget =
+        static_cast<std::int64_t>(static_cast<double>(limit) * (1.0 - options.device_headroom));
   budget = std::min(budget, limit);  // no step can use more than the device has
   Search search(step, allocator, budget);
   BatchSizeResult& result = search.result();
@@ -111,7 +117,8 @@ BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocato
   // batch does not fit, smaller ones are tried down to 1.
   std::int64_t p1 = std::min(options.first_probe, options.max_batch);
   BatchSizeStep warm = search.run(p1, "warm-up");
-  while (warm.out_of_memory && p1 > 1) warm = search.run(p1 = std::max<std::int64_t>(1, p1 / 2), "warm-up");
+  while (warm.out_of_memory && p1 > 1)
+    warm = search.run(p1 = std::max<std::int64_t>(1, p1 / 2), "warm-up");
   BatchSizeStep first = search.run(p1, "probe");
   while (!first.fits && p1 > 1) first = search.run(p1 = std::max<std::int64_t>(1, p1 / 2), "probe");
   if (!first.fits) throw_batch_one_too_big(first, budget);
@@ -155,8 +162,9 @@ BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocato
   // over-states it (a lower bound). Where both exist the next try is between them. The
   // search stops when the batch just above the best one has failed, or the steps run out.
   const auto secant_bound = [&] {
-    return before_below.batch < below.batch ? fit(before_below, below).largest_within(budget, options.max_batch)
-                                            : options.max_batch;
+    return before_below.batch < below.batch
+               ? fit(before_below, below).largest_within(budget, options.max_batch)
+               : options.max_batch;
   };
   std::int64_t candidate = probes.largest_within(budget, options.max_batch);
   for (int attempt = 0; attempt < options.max_verify_steps; ++attempt) {
@@ -176,7 +184,8 @@ BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocato
     } else if (above_oom) {
       // Nothing verified above the probes yet: back off by a share; otherwise bisect.
       candidate = below.batch == p2 || below.batch == p1
-                      ? static_cast<std::int64_t>(std::floor(static_cast<double>(above.batch) * options.backoff))
+                      ? static_cast<std::int64_t>(
+                            std::floor(static_cast<double>(above.batch) * options.backoff))
                       : below.batch + (above.batch - below.batch) / 2;
     } else {
       const std::int64_t lower = fit(below, above).largest_within(budget, options.max_batch);
@@ -256,11 +265,13 @@ class ModelSnapshot {
 BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_optimizer,
                                 const ModelTrainingStep& step, std::int64_t budget,
                                 const BatchSizeFinderOptions& options) {
-  FRUGAL_CHECK(static_cast<bool>(make_optimizer), "find_batch_size: the optimizer factory is empty");
+  FRUGAL_CHECK(static_cast<bool>(make_optimizer),
+               "find_batch_size: the optimizer factory is empty");
   FRUGAL_CHECK(static_cast<bool>(step), "find_batch_size: the training step is empty");
   const std::vector<Tensor> parameters = model.parameters();
   FRUGAL_CHECK(!parameters.empty(), "find_batch_size: the model has no parameters to train");
-  alloc::CachingAllocator& allocator = allocator_for(parameters.front().device(), "find_batch_size");
+  alloc::CachingAllocator& allocator =
+      allocator_for(parameters.front().device(), "find_batch_size");
 
   ModelSnapshot snapshot(model);
   BatchSizeResult result;
@@ -268,7 +279,8 @@ BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_opti
     std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(parameters);
     FRUGAL_CHECK(optimizer != nullptr, "find_batch_size: the optimizer factory returned null");
     model.train();
-    result = find_batch_size([&](std::int64_t batch) { step(batch, *optimizer); }, allocator, budget, options);
+    result = find_batch_size([&](std::int64_t batch) { step(batch, *optimizer); }, allocator,
+                             budget, options);
   } catch (...) {
     snapshot.restore();  // the probe optimizer is gone already: its state never reaches the model
     throw;
@@ -295,7 +307,8 @@ BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_opti
       FRUGAL_CHECK(logits.dim() == 2 && logits.size(0) == batch,
                    "find_batch_size: expected the model's output to be [batch, classes], got " +
                        shape_string(logits.sizes()));
-      const Tensor target = randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
+      const Tensor target =
+          randint(0, logits.size(1), {batch}, TensorOptions(kInt64).device(device));
       loss = cross_entropy(logits, target);
     }
     optimizer.zero_grad();
@@ -310,15 +323,17 @@ std::string describe(const BatchSizeResult& r) {
   out.precision(4);
   const double mib = 1024.0 * 1024.0;
   out << "peak allocated = " << r.fixed_bytes / mib << " MiB + " << r.bytes_per_sample / mib
-      << " MiB x batch (from " << (r.steps.size() >= 3 ? "two probes" : "the probes") << "); budget "
-      << static_cast<double>(r.budget) / mib << " MiB -> batch " << r.batch << ": predicted "
-      << static_cast<double>(r.predicted_peak) / mib << " MiB, measured "
+      << " MiB x batch (from " << (r.steps.size() >= 3 ? "two probes" : "the probes")
+      << "); budget " << static_cast<double>(r.budget) / mib << " MiB -> batch " << r.batch
+      << ": predicted " << static_cast<double>(r.predicted_peak) / mib << " MiB, measured "
       << static_cast<double>(r.measured_peak) / mib << " MiB";
   if (r.measured_peak > 0)
     out << " (" << 100.0 * static_cast<double>(r.predicted_peak - r.measured_peak) /
                        static_cast<double>(r.measured_peak)
         << "%)";
-  out << (r.next_batch_failed ? "; batch " + std::to_string(r.batch + 1) + " was tried and did not fit" : "")
+  out << (r.next_batch_failed
+              ? "; batch " + std::to_string(r.batch + 1) + " was tried and did not fit"
+              : "")
       << "; " << r.steps.size() << " steps run";
   return out.str();
 }

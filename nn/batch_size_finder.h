@@ -20,7 +20,8 @@ namespace frugal::nn {
 struct BatchSizeStep {
   std::string role;                 // "warm-up", "probe" or "verify"
   std::int64_t batch = 0;
-  std::int64_t peak_allocated = 0;  // allocated_bytes.all.peak over the step (to the failure, on OOM)
+  std::int64_t peak_allocated =
+      0;  // allocated_bytes.all.peak over the step (to the failure, on OOM)
   bool out_of_memory = false;
   bool fits = false;                // no OOM and peak_allocated <= budget
 };
@@ -70,11 +71,13 @@ using TrainingStep = std::function<void(std::int64_t batch)>;
 
 // The search over any training step whose tensors live in `allocator`. budget is in bytes of
 // peak allocated memory; 0 means the allocator's limit (set_memory_limit, or the device's
-// capacity) less options.device_headroom; a larger budget is cut to that limit. The step must leave the program's state as it would leave a training step: the
-// finder does not save or restore anything (the Module overload below does). A frugal::Error
-// when even a step at batch 1 does not fit.
+// capacity) less options.device_headroom; a larger budget is cut to that limit. The step must leave
+// the program's state as it would leave a training step: the finder does not save or restore
+// anything (the Module overload below does). A frugal::Error when even a step at batch 1 does not
+// fit.
 BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocator& allocator,
-                                std::int64_t budget = 0, const BatchSizeFinderOptions& options = {});
+                                std::int64_t budget = 0,
+                                const BatchSizeFinderOptions& options = {});
 
 using OptimizerFactory =
     std::function<std::unique_ptr<optim::Optimizer>(const std::vector<Tensor>& parameters)>;
@@ -82,12 +85,14 @@ using OptimizerFactory =
 // For a classifier `model` (output [batch, classes]) trained with cross-entropy: each step is
 // random float32 inputs of shape [batch, sample_shape...] and random labels on the model's
 // device, forward, loss (under autocast when options.autocast is set), zero_grad, backward
-// and a step of an optimizer made by make_optimizer over model.parameters() — frugal-train's step. The probes do not train the
-// model: parameters, buffers, gradients, the training flag and the default generator are as
-// before when it returns (the probe optimizer is discarded; its state never touches the
-// caller's optimizer). budget 0: the limit of the model's device allocator, less headroom.
+// and a step of an optimizer made by make_optimizer over model.parameters() — frugal-train's step.
+// The probes do not train the model: parameters, buffers, gradients, the training flag and the
+// default generator are as before when it returns (the probe optimizer is discarded; its state
+// never touches the caller's optimizer). budget 0: the limit of the model's device allocator, less
+// headroom.
 BatchSizeResult find_batch_size(Module& model, const OptimizerFactory& make_optimizer,
-                                const std::vector<std::int64_t>& sample_shape, std::int64_t budget = 0,
+                                const std::vector<std::int64_t>& sample_shape,
+                                std::int64_t budget = 0,
                                 const BatchSizeFinderOptions& options = {});
 
 // A training step of the caller's own (another loss, gradient accumulation, a GradScaler: for

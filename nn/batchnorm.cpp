@@ -42,11 +42,13 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
       NoGradGuard no_grad;
       num_batches_tracked.add_(1);
     }
-    if (!options.momentum_) momentum = 1.0 / static_cast<double>(num_batches_tracked.item<std::int64_t>());
+    if (!options.momentum_)
+      momentum = 1.0 / static_cast<double>(num_batches_tracked.item<std::int64_t>());
   }
   // Training moves the running statistics (when tracked) inside the op.
   const auto op = options.fused_relu_ ? batch_norm_relu : batch_norm;
-  return op(input, weight, bias, running_mean, running_var, use_batch_stats, momentum, options.eps_);
+  return op(input, weight, bias, running_mean, running_var, use_batch_stats, momentum,
+            options.eps_);
 }
 
 std::string BatchNorm2d::extra_repr() const {

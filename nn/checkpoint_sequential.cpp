@@ -32,12 +32,13 @@ Tensor run(const std::vector<std::shared_ptr<Module>>& modules, std::size_t begi
 
 }  // namespace
 
-std::vector<std::size_t> checkpoint_segment_starts(const std::vector<std::shared_ptr<Module>>& modules,
-                                                   int segments) {
+std::vector<std::size_t> checkpoint_segment_starts(
+    const std::vector<std::shared_ptr<Module>>& modules, int segments) {
   FRUGAL_CHECK(segments >= 1, "checkpoint_sequential: segments must be at least 1, got " +
                                   std::to_string(segments));
   const std::size_t n = modules.size();
-  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(segments), std::max<std::size_t>(n, 1));
+  const std::size_t count =
+      std::min<std::size_t>(static_cast<std::size_t>(segments), std::max<std::size_t>(n, 1));
   std::vector<std::size_t> starts{0};
   for (std::size_t s = 1; s < count; ++s) {
     std::size_t start = s * n / count;
@@ -62,13 +63,14 @@ Tensor checkpoint_sequential(const Sequential& seq, int segments, const Tensor& 
     for (const auto& module : segment)
       for (const Tensor& buffer : module->buffers()) options.preserve_state.push_back(buffer);
     x = autograd::checkpoint(
-        [segment](const std::vector<Tensor>& in) { return run(segment, 0, segment.size(), in[0]); }, {x},
-        std::move(options));
+        [segment](const std::vector<Tensor>& in) { return run(segment, 0, segment.size(), in[0]); },
+        {x}, std::move(options));
   }
   return run(modules, starts.back(), modules.size(), x);
 }
 
-CheckpointedSequential::CheckpointedSequential(const Sequential& model, int segments) : segments_(segments) {
+CheckpointedSequential::CheckpointedSequential(const Sequential& model, int segments)
+    : segments_(segments) {
   FRUGAL_CHECK(segments >= 1, "checkpoint_segments: segments must be at least 1, got " +
                                   std::to_string(segments));
   for (const auto& [name, module] : model.named_children()) push_back(module);
@@ -84,8 +86,8 @@ std::string CheckpointedSequential::extra_repr() const {
   return "checkpoint_segments=" + std::to_string(segments_);
 }
 
-std::shared_ptr<CheckpointedSequential> checkpoint_segments(const std::shared_ptr<Sequential>& model,
-                                                            int segments) {
+std::shared_ptr<CheckpointedSequential> checkpoint_segments(
+    const std::shared_ptr<Sequential>& model, int segments) {
   FRUGAL_CHECK(model != nullptr, "checkpoint_segments: the model is null");
   return std::make_shared<CheckpointedSequential>(*model, segments);
 }

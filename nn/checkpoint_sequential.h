@@ -14,8 +14,8 @@ namespace frugal::nn {
 // no segment starts at a module that overwrites its input (an in-place ReLU would clobber the
 // input the checkpoint keeps), so such a module joins the segment before it. Always starts
 // with 0; fewer starts than asked when there are fewer modules.
-std::vector<std::size_t> checkpoint_segment_starts(const std::vector<std::shared_ptr<Module>>& modules,
-                                                   int segments);
+std::vector<std::size_t> checkpoint_segment_starts(
+    const std::vector<std::shared_ptr<Module>>& modules, int segments);
 
 // Runs `seq` on `input` as `segments` segments; every segment but the last is checkpointed
 // (the last one's activations are needed by backward at once, as in PyTorch). Each segment's
@@ -42,7 +42,7 @@ class CheckpointedSequential : public Sequential {
 // The switch behind --checkpoint-activations: `model = nn::checkpoint_segments(model, k);`
 // The returned model shares the original's modules (no copy). A frugal::Error when segments
 // is below 1.
-std::shared_ptr<CheckpointedSequential> checkpoint_segments(const std::shared_ptr<Sequential>& model,
-                                                            int segments);
+std::shared_ptr<CheckpointedSequential> checkpoint_segments(
+    const std::shared_ptr<Sequential>& model, int segments);
 
 }  // namespace frugal::nn

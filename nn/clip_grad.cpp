@@ -17,7 +17,8 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                        bool error_if_nonfinite) {
   FRUGAL_CHECK(max_norm >= 0 && !std::isnan(max_norm),
                "clip_grad_norm_: max_norm must be >= 0, got " + std::to_string(max_norm));
-  FRUGAL_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be > 0 (or inf), got " + std::to_string(norm_type));
+  FRUGAL_CHECK(norm_type > 0,
+               "clip_grad_norm_: norm_type must be > 0 (or inf), got " + std::to_string(norm_type));
   NoGradGuard no_grad;
   const bool inf_norm = std::isinf(norm_type);
   double total = 0;  // the largest |g| for inf, else the sum of |g|^p
@@ -29,7 +30,8 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     const Tensor a = abs(g).to(kFloat64);
     if (inf_norm) {
       const double m = max(a).item<double>();
-      total = std::isnan(m) || std::isnan(total) ? std::numeric_limits<double>::quiet_NaN() : std::max(total, m);
+      total = std::isnan(m) || std::isnan(total) ? std::numeric_limits<double>::quiet_NaN()
+                                                 : std::max(total, m);
     } else {
       total += sum(norm_type == 2.0 ? mul(a, a) : pow(a, norm_type)).item<double>();
     }
@@ -49,7 +51,8 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
 }
 
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
-  FRUGAL_CHECK(clip_value >= 0, "clip_grad_value_: clip_value must be >= 0, got " + std::to_string(clip_value));
+  FRUGAL_CHECK(clip_value >= 0,
+               "clip_grad_value_: clip_value must be >= 0, got " + std::to_string(clip_value));
   NoGradGuard no_grad;
   for (const Tensor& p : parameters) {
     const Tensor& g = p.grad();

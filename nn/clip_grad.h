@@ -13,8 +13,8 @@ namespace frugal::nn::utils {
 // the largest absolute value). Parameters without a gradient are skipped. An inf or NaN total
 // is returned as is, and the gradients are then scaled by a NaN factor, as in PyTorch; pass
 // error_if_nonfinite to get a frugal::Error instead.
-double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
-                       bool error_if_nonfinite = false);
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                       double norm_type = 2.0, bool error_if_nonfinite = false);
 
 // Clamps every gradient element into [-clip_value, clip_value] in place.
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);

@@ -19,7 +19,8 @@ std::int64_t fan_in(const Tensor& weight) {
 
 Tensor& kaiming_uniform_(Tensor& weight, double a, Generator* generator) {
   const double gain = std::sqrt(2.0 / (1.0 + a * a));
-  const double bound = gain * std::sqrt(3.0 / static_cast<double>(std::max<std::int64_t>(fan_in(weight), 1)));
+  const double bound =
+      gain * std::sqrt(3.0 / static_cast<double>(std::max<std::int64_t>(fan_in(weight), 1)));
   return init::uniform_(weight, -bound, bound, generator);
 }
 

@@ -28,7 +28,8 @@ Linear::Linear(std::int64_t in, std::int64_t out, bool with_bias)
 Tensor Linear::forward(const Tensor& input) { return linear(input, weight, bias); }
 
 std::string Linear::extra_repr() const {
-  return "in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features) +
+  return "in_features=" + std::to_string(in_features) +
+         ", out_features=" + std::to_string(out_features) +
          ", bias=" + (bias.defined() ? "true" : "false");
 }
 

@@ -14,8 +14,8 @@ namespace frugal::nn {
 
 namespace {
 
-void conv_bn_relu(Sequential& s, std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride,
-                  std::int64_t padding, std::int64_t groups) {
+void conv_bn_relu(Sequential& s, std::int64_t in, std::int64_t out, std::int64_t kernel,
+                  std::int64_t stride, std::int64_t padding, std::int64_t groups) {
   s.push_back(std::make_shared<Conv2d>(
       Conv2dOptions(in, out, kernel).stride(stride).padding(padding).groups(groups).bias(false)));
   s.push_back(std::make_shared<BatchNorm2d>(BatchNormOptions(out).fused_relu(true)));
@@ -44,7 +44,8 @@ std::shared_ptr<Sequential> mobilenet() {
   struct Block {
     std::int64_t in, out, stride;
   };
-  for (const Block b : {Block{32, 64, 1}, Block{64, 128, 2}, Block{128, 128, 1}, Block{128, 256, 2}}) {
+  for (const Block b :
+       {Block{32, 64, 1}, Block{64, 128, 2}, Block{128, 128, 1}, Block{128, 256, 2}}) {
     conv_bn_relu(*s, b.in, b.in, 3, b.stride, 1, /*groups=*/b.in);  // depthwise
     conv_bn_relu(*s, b.in, b.out, 1, 1, 0, 1);                        // pointwise
   }

@@ -39,22 +39,26 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 }
 
 template <class F>
-void Module::visit_tensors(bool parameters, bool recurse, const std::string& prefix, const F& f) const {
+void Module::visit_tensors(bool parameters, bool recurse, const std::string& prefix,
+                           const F& f) const {
   for (const auto& [name, member] : parameters ? parameters_ : buffers_)
     if (member->defined()) f(prefix + name, *member);
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->visit_tensors(parameters, true, prefix + name + ".", f);
+  for (const auto& [name, child] : children_)
+    child->visit_tensors(parameters, true, prefix + name + ".", f);
 }
 
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
-  visit_tensors(true, recurse, "", [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
+  visit_tensors(true, recurse, "",
+                [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
   return out;
 }
 
 NamedTensors Module::named_buffers(bool recurse) const {
   NamedTensors out;
-  visit_tensors(false, recurse, "", [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
+  visit_tensors(false, recurse, "",
+                [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
   return out;
 }
 
@@ -146,9 +150,9 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     used[name] = true;
     const Tensor& src = *it->second;
     if (src.sizes() != t.sizes() || src.dtype() != t.dtype())
-      problems.push_back("'" + name + "' is " + dtype_name(src.dtype()) + shape_string(src.sizes()) +
-                         " in the state but " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
-                         " in the module");
+      problems.push_back("'" + name + "' is " + dtype_name(src.dtype()) +
+                         shape_string(src.sizes()) + " in the state but " + dtype_name(t.dtype()) +
+                         shape_string(t.sizes()) + " in the module");
   }
   if (strict)
     for (const auto& [name, t] : state)

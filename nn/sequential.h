@@ -17,7 +17,9 @@ class Sequential : public Module {
     return register_module(std::to_string(size()), std::move(module));
   }
   std::size_t size() const { return named_children().size(); }
-  const std::shared_ptr<Module>& operator[](std::size_t i) const { return named_children().at(i).second; }
+  const std::shared_ptr<Module>& operator[](std::size_t i) const {
+    return named_children().at(i).second;
+  }
   Tensor forward(const Tensor& input) override;
 };
 

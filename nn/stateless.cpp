@@ -16,7 +16,12 @@ Tensor ReLU::forward(const Tensor& input) {
 }
 
 MaxPool2d::MaxPool2d(Int2 k, std::optional<Int2> s, Int2 p, Int2 d, bool ceil)
-    : Module("MaxPool2d"), kernel_size(k), stride(s.value_or(k)), padding(p), dilation(d), ceil_mode(ceil) {}
+    : Module("MaxPool2d"),
+      kernel_size(k),
+      stride(s.value_or(k)),
+      padding(p),
+      dilation(d),
+      ceil_mode(ceil) {}
 
 Tensor MaxPool2d::forward(const Tensor& input) {
   return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
@@ -41,12 +46,17 @@ std::string AvgPool2d::extra_repr() const {
          ", padding=" + pair_text(padding);
 }
 
-Tensor AdaptiveAvgPool2d::forward(const Tensor& input) { return adaptive_avg_pool2d(input, output_size); }
+Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {
+  return adaptive_avg_pool2d(input, output_size);
+}
 
-std::string AdaptiveAvgPool2d::extra_repr() const { return "output_size=" + pair_text(output_size); }
+std::string AdaptiveAvgPool2d::extra_repr() const {
+  return "output_size=" + pair_text(output_size);
+}
 
 Dropout::Dropout(double p) : Module("Dropout"), p(p) {
-  FRUGAL_CHECK(p >= 0 && p <= 1, "Dropout: probability has to be between 0 and 1, but got " + std::to_string(p));
+  FRUGAL_CHECK(p >= 0 && p <= 1,
+               "Dropout: probability has to be between 0 and 1, but got " + std::to_string(p));
 }
 
 Tensor Dropout::forward(const Tensor& input) { return dropout(input, p, is_training()); }

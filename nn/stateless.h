@@ -20,8 +20,8 @@ class ReLU : public Module {
 
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(Int2 kernel_size, std::optional<Int2> stride = std::nullopt, Int2 padding = {0, 0},
-                     Int2 dilation = {1, 1}, bool ceil_mode = false);
+  explicit MaxPool2d(Int2 kernel_size, std::optional<Int2> stride = std::nullopt,
+                     Int2 padding = {0, 0}, Int2 dilation = {1, 1}, bool ceil_mode = false);
   explicit MaxPool2d(std::int64_t kernel_size) : MaxPool2d(Int2{kernel_size, kernel_size}) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -31,8 +31,8 @@ class MaxPool2d : public Module {
 
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(Int2 kernel_size, std::optional<Int2> stride = std::nullopt, Int2 padding = {0, 0},
-                     bool ceil_mode = false, bool count_include_pad = true);
+  explicit AvgPool2d(Int2 kernel_size, std::optional<Int2> stride = std::nullopt,
+                     Int2 padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
   explicit AvgPool2d(std::int64_t kernel_size) : AvgPool2d(Int2{kernel_size, kernel_size}) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -42,7 +42,8 @@ class AvgPool2d : public Module {
 
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(Int2 output_size) : Module("AdaptiveAvgPool2d"), output_size(output_size) {}
+  explicit AdaptiveAvgPool2d(Int2 output_size)
+      : Module("AdaptiveAvgPool2d"), output_size(output_size) {}
   explicit AdaptiveAvgPool2d(std::int64_t size) : AdaptiveAvgPool2d(Int2{size, size}) {}
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;

@@ -460,14 +460,14 @@ int run(int argc, char** argv) {
   if (cli.has("json")) {
     std::cout << json.str() << "\n";
   } else {
-    std::printf("%-34s %7s | %-22s | %-22s | %-22s\n", "", "", "pairs back to back", "a pair on its own",
-                "free random + malloc");
-    std::printf("%-34s %7s | %10s %11s | %10s %11s | %10s %11s\n", "allocator", "threads", "median ns",
-                "p99 ns", "median ns", "p99 ns", "median ns", "p99 ns");
+    std::printf("%-34s %7s | %-22s | %-22s | %-22s\n", "", "", "pairs back to back",
+                "a pair on its own", "free random + malloc");
+    std::printf("%-34s %7s | %10s %11s | %10s %11s | %10s %11s\n", "allocator", "threads",
+                "median ns", "p99 ns", "median ns", "p99 ns", "median ns", "p99 ns");
     for (const Result& r : results) {
-      std::printf("%-34s %7d | %10.1f %11.1f | %10.1f %11.1f | %10.1f %11.1f\n", r.subject.c_str(), r.threads,
-                  r.run_median_ns, r.run_p99_ns, r.median_ns, r.p99_ns, r.replace_median_ns,
-                  r.replace_p99_ns);
+      std::printf("%-34s %7d | %10.1f %11.1f | %10.1f %11.1f | %10.1f %11.1f\n", r.subject.c_str(),
+                  r.threads, r.run_median_ns, r.run_p99_ns, r.median_ns, r.p99_ns,
+                  r.replace_median_ns, r.replace_p99_ns);
     }
     std::printf("checks: %llu misaligned, %llu overlapping, %llu corrupted blocks\n",
                 static_cast<unsigned long long>(failures.misaligned.load()),

@@ -19,7 +19,8 @@ namespace frugal::tools {
 class CudaStreams {
  public:
   explicit CudaStreams(int n) : streams_(static_cast<std::size_t>(n)) {
-    for (cudaStream_t& s : streams_) FRUGAL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (cudaStream_t& s : streams_)
+      FRUGAL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   }
   ~CudaStreams() {
     for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
@@ -38,7 +39,8 @@ class CudaCachingSubject {
   explicit CudaCachingSubject(int threads)
       : streams_(threads), allocator_(std::make_shared<alloc::CudaBackend>(0)) {}
   Handle allocate(std::size_t bytes, alloc::StreamId thread) {
-    const alloc::Allocation a = allocator_.allocate(bytes, reinterpret_cast<alloc::StreamId>(streams_[thread]));
+    const alloc::Allocation a =
+        allocator_.allocate(bytes, reinterpret_cast<alloc::StreamId>(streams_[thread]));
     return {a.ptr, a.block, a.size};
   }
   void free(const Handle& h) { allocator_.free(alloc::Allocation{h.ptr, h.block, h.size}); }
@@ -66,7 +68,8 @@ class CudaMallocAsyncSubject {
     cudaMemPool_t pool = nullptr;
     FRUGAL_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     std::uint64_t keep_everything = std::numeric_limits<std::uint64_t>::max();
-    FRUGAL_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+    FRUGAL_CUDA_CHECK(
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
   }
   Handle allocate(std::size_t bytes, alloc::StreamId thread) {
     void* p = nullptr;

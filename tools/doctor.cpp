@@ -13,13 +13,14 @@ using namespace frugal;
 namespace {
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-doctor",
-                  "Reports the machine as a frugal training job sees it: RAM total and available, swap,\n"
-                  "the container's memory limit, RLIMIT_MEMLOCK (which caps pinned memory without CUDA),\n"
-                  "transparent huge pages, the CPU model, cores and vector units (and those this build\n"
-                  "uses), CUDA devices with their free memory, and FRUGAL_ALLOC_CONF as parsed; then\n"
-                  "advice where something will hurt training. Takes no memory on any device beyond\n"
-                  "the CUDA context that asking a device for its free memory creates.");
+  CommandLine cli(
+      "frugal-doctor",
+      "Reports the machine as a frugal training job sees it: RAM total and available, swap,\n"
+      "the container's memory limit, RLIMIT_MEMLOCK (which caps pinned memory without CUDA),\n"
+      "transparent huge pages, the CPU model, cores and vector units (and those this build\n"
+      "uses), CUDA devices with their free memory, and FRUGAL_ALLOC_CONF as parsed; then\n"
+      "advice where something will hurt training. Takes no memory on any device beyond\n"
+      "the CUDA context that asking a device for its free memory creates.");
   cli.flag("json", "print the report as JSON");
   cli.option("metrics-json", "FILE", "also write the report as JSON to FILE");
   if (!cli.parse(argc, argv)) return 0;

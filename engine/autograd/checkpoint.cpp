@@ -102,9 +102,10 @@ class CheckpointNode final : public Node {
   const char* name() const override { return "checkpoint"; }
 
   std::vector<Tensor> apply(Tensor grad, bool retain_graph) override {
-    FRUGAL_CHECK(replay_ != nullptr,
-                 "trying to backward through a checkpoint a second time (it freed its inputs after "
-                 "the first backward); pass retain_graph=true to the first backward() to keep them");
+    FRUGAL_CHECK(
+        replay_ != nullptr,
+        "trying to backward through a checkpoint a second time (it freed its inputs after "
+        "the first backward); pass retain_graph=true to the first backward() to keep them");
     const Replay& r = *replay_;
     const auto needs = [&](std::size_t i) { return next_edges_[i].node != nullptr; };
     // Leaves over the saved data: the replayed graph ends at them, and their .grad is what
@@ -127,11 +128,12 @@ class CheckpointNode final : public Node {
       AutoGradMode enable_grad(true);  // backward runs under NoGradGuard
       recomputed = r.fn(leaves);
     }
-    FRUGAL_CHECK(recomputed.defined() && recomputed.sizes() == grad.sizes(),
-                 "checkpoint: the recomputed output has shape " +
-                     (recomputed.defined() ? shape_string(recomputed.sizes()) : std::string("(undefined)")) +
-                     " but the forward produced " + shape_string(grad.sizes()) +
-                     "; the checkpointed function must be deterministic");
+    FRUGAL_CHECK(
+        recomputed.defined() && recomputed.sizes() == grad.sizes(),
+        "checkpoint: the recomputed output has shape " +
+            (recomputed.defined() ? shape_string(recomputed.sizes()) : std::string("(undefined)")) +
+            " but the forward produced " + shape_string(grad.sizes()) +
+            "; the checkpointed function must be deterministic");
     std::vector<Tensor> grads(leaves.size());
     // Unless nothing inside the segment needs a gradient (no parameters, no input that wants one).
     if (recomputed.requires_grad()) {

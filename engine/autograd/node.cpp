@@ -28,8 +28,9 @@ void Node::release_edges_iteratively() {
       if (e.node && e.node.use_count() == 1) pending_deletes->push_back(std::move(e.node));
     return;
   }
-  const bool owns_any = std::any_of(next_edges_.begin(), next_edges_.end(),
-                                    [](const Edge& e) { return e.node && e.node.use_count() == 1; });
+  const bool owns_any = std::any_of(next_edges_.begin(), next_edges_.end(), [](const Edge& e) {
+    return e.node && e.node.use_count() == 1;
+  });
   if (!owns_any) return;  // the edges just drop a reference
   std::vector<std::shared_ptr<Node>> queue;
   pending_deletes = &queue;

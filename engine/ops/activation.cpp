@@ -54,7 +54,8 @@ Tensor neg(const Tensor& x) {
 
 Tensor exp(const Tensor& x) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kExp, x.device(), [](const Tensor& a) { return exp(a); }, x);
+    return autocast::call(
+        autocast::Op::kExp, x.device(), [](const Tensor& a) { return exp(a); }, x);
   Tensor out = unary_kernel(UnaryOp::Exp, as_floating(x), "exp");
   if (autograd::needs_grad(x))
     autograd::record(out, "exp", {x}, [so = save(out, "exp")](const Tensor& g, InputGrads& gi) {
@@ -65,7 +66,8 @@ Tensor exp(const Tensor& x) {
 
 Tensor log(const Tensor& x) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kLog, x.device(), [](const Tensor& a) { return log(a); }, x);
+    return autocast::call(
+        autocast::Op::kLog, x.device(), [](const Tensor& a) { return log(a); }, x);
   Tensor out = unary_kernel(UnaryOp::Log, as_floating(x), "log");
   if (autograd::needs_grad(x))
     autograd::record(out, "log", {x}, [sx = save(x, "log")](const Tensor& g, InputGrads& gi) {
@@ -104,9 +106,10 @@ Tensor relu(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_kernel(UnaryOp::Sigmoid, as_floating(x), "sigmoid");
   if (autograd::needs_grad(x))
-    autograd::record(out, "sigmoid", {x}, [so = save(out, "sigmoid")](const Tensor& g, InputGrads& gi) {
-      gi[0] = sigmoid_backward(g, so.unpack());
-    });
+    autograd::record(out, "sigmoid", {x},
+                     [so = save(out, "sigmoid")](const Tensor& g, InputGrads& gi) {
+                       gi[0] = sigmoid_backward(g, so.unpack());
+                     });
   return out;
 }
 
@@ -134,10 +137,11 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   const double lo = min ? min->to_double() : nan, hi = max ? max->to_double() : nan;
   Tensor out = unary_kernel(UnaryOp::Clamp, x, "clamp", lo, hi);
   if (autograd::needs_grad(x))
-    autograd::record(out, "clamp", {x}, [sx = save(x, "clamp"), lo, hi](const Tensor& g, InputGrads& gi) {
-      gi[0] = detail::binary_kernel(BinaryOp::ClampBackward, g, sx.unpack(), g.dtype(),
-                                    "clamp_backward", lo, hi);
-    });
+    autograd::record(out, "clamp", {x},
+                     [sx = save(x, "clamp"), lo, hi](const Tensor& g, InputGrads& gi) {
+                       gi[0] = detail::binary_kernel(BinaryOp::ClampBackward, g, sx.unpack(),
+                                                     g.dtype(), "clamp_backward", lo, hi);
+                     });
   return out;
 }
 

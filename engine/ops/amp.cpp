@@ -22,11 +22,11 @@ void amp_non_finite_check_and_unscale_(const std::vector<Tensor>& grads, Tensor&
     FRUGAL_CHECK(g.is_contiguous(), std::string(op) + ": gradients must be contiguous");
     float* flag = found_inf.data_ptr<float>();
     if (g.dtype() == kFloat32) {
-      FRUGAL_KERNEL(g.device(), non_finite_check_and_unscale<float>)(g.data_ptr<float>(), g.numel(), scale,
-                                                                     flag);
+      FRUGAL_KERNEL(g.device(), non_finite_check_and_unscale<float>)
+      (g.data_ptr<float>(), g.numel(), scale, flag);
     } else if (g.dtype() == kFloat64) {
-      FRUGAL_KERNEL(g.device(), non_finite_check_and_unscale<double>)(g.data_ptr<double>(), g.numel(), scale,
-                                                                      flag);
+      FRUGAL_KERNEL(g.device(), non_finite_check_and_unscale<double>)
+      (g.data_ptr<double>(), g.numel(), scale, flag);
     } else {
       throw Error(std::string(op) + ": a " + dtype_name(g.dtype()) +
                   " gradient; unscaling needs float32 or float64 gradients (keep master weights in "

@@ -37,7 +37,8 @@ namespace detail {
 
 // The dtype an op's floating inputs are cast to under `policy` on `device`, given the widest
 // floating input type (for kPromote); nullopt: leave them as they are.
-std::optional<ScalarType> target_dtype(CastPolicy policy, DeviceType device, std::optional<ScalarType> widest);
+std::optional<ScalarType> target_dtype(CastPolicy policy, DeviceType device,
+                                       std::optional<ScalarType> widest);
 // `t` cast for `policy` towards `to`: float64 is never narrowed, and integer tensors are not
 // touched. A float32 leaf that requires grad goes through the weight-cast cache.
 Tensor cast(const Tensor& t, CastPolicy policy, ScalarType to);

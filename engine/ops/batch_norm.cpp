@@ -45,7 +45,8 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
   FRUGAL_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
                "batch_norm: expected eps > 0 and momentum in [0, 1], got eps=" +
                    std::to_string(eps) + ", momentum=" + std::to_string(momentum));
-  const std::int64_t n = input_.size(0), c = input_.size(1), hw = input_.numel() / std::max<std::int64_t>(n * c, 1);
+  const std::int64_t n = input_.size(0), c = input_.size(1),
+                     hw = input_.numel() / std::max<std::int64_t>(n * c, 1);
   const ScalarType pdt = param_dtype(input_.dtype());
   check_param(weight, "weight", c, pdt, input_.device());
   check_param(bias, "bias", c, pdt, input_.device());
@@ -64,10 +65,10 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
            save_invstd = empty({c}, input.options().dtype(pdt));
     dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
       using P = compute_t<T>;
-      FRUGAL_KERNEL(input.device(), batch_norm_forward_train<T>)(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
-                                       data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw,
-                                       momentum, eps, out.data_ptr<T>(), save_mean.data_ptr<P>(),
-                                       save_invstd.data_ptr<P>(), relu);
+      FRUGAL_KERNEL(input.device(), batch_norm_forward_train<T>)
+      (input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+       data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw, momentum, eps,
+       out.data_ptr<T>(), save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), relu);
     });
     if (running_mean.defined()) {  // written in place: saved copies of them are now stale
       running_mean.impl()->storage()->bump_version();
@@ -78,20 +79,23 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
       // separate pass first, which measured faster than masking inside both backward passes.
       const char* name = relu ? "batch_norm_relu" : "batch_norm";
       autograd::record(out, name, {input_, weight, bias},
-                       [sx = save(input, name), sw = save(weight, name), so = save(relu ? out : Tensor(), name),
-                        save_mean, save_invstd, n, c, hw](const Tensor& g, InputGrads& gi) {
+                       [sx = save(input, name), sw = save(weight, name),
+                        so = save(relu ? out : Tensor(), name), save_mean, save_invstd, n, c,
+                        hw](const Tensor& g, InputGrads& gi) {
                          const Tensor& x = sx.unpack();
-                         const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
+                         const Tensor gc =
+                             (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
                          const ScalarType pd = save_mean.dtype();
                          if (gi.needs(0)) gi[0] = empty(x.sizes(), x.options());
                          if (gi.needs(1)) gi[1] = empty({c}, x.options().dtype(pd));
                          if (gi.needs(2)) gi[2] = empty({c}, x.options().dtype(pd));
                          dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
                            using P = compute_t<T>;
-                           FRUGAL_KERNEL(x.device(), batch_norm_backward_train<T>)(
-                               gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
-                               save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
-                               data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
+                           FRUGAL_KERNEL(x.device(), batch_norm_backward_train<T>)
+                           (gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
+                            save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
+                            data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]),
+                            data_ptr_or_null<P>(gi[2]));
                          });
                        });
     }
@@ -100,9 +104,10 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
 
   dispatch_floating(input.dtype(), "batch_norm", [&]<class T>() {
     using P = compute_t<T>;
-    FRUGAL_KERNEL(input.device(), batch_norm_forward_eval<T>)(input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
-                                    data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw, eps,
-                                    out.data_ptr<T>(), relu);
+    FRUGAL_KERNEL(input.device(), batch_norm_forward_eval<T>)
+    (input.data_ptr<T>(), data_ptr_or_null<P>(weight), data_ptr_or_null<P>(bias),
+     data_ptr_or_null<P>(running_mean), data_ptr_or_null<P>(running_var), n, c, hw, eps,
+     out.data_ptr<T>(), relu);
   });
   if (records) {
     const bool affine_grads = autograd::requires_grad(weight) || autograd::requires_grad(bias);
@@ -110,20 +115,22 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
                      [so = save(relu ? out : Tensor(), "batch_norm_relu"),
                       sx = save(affine_grads ? input : Tensor(), "batch_norm"),
                       sw = save(weight, "batch_norm"), sm = save(running_mean, "batch_norm"),
-                      sv = save(running_var, "batch_norm"), eps, n, c, hw,
-                      dtype = input.dtype(), sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
+                      sv = save(running_var, "batch_norm"), eps, n, c, hw, dtype = input.dtype(),
+                      sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
                        // Evaluation-mode backward is rare: the fused ReLU's mask is applied first.
-                       const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
+                       const Tensor gc =
+                           (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
                        const ScalarType pd = sm.unpack().dtype();
                        if (gi.needs(0)) gi[0] = empty(sizes, gc.options().dtype(dtype));
                        if (gi.needs(1)) gi[1] = empty({c}, gc.options().dtype(pd));
                        if (gi.needs(2)) gi[2] = empty({c}, gc.options().dtype(pd));
                        dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
                          using P = compute_t<T>;
-                         FRUGAL_KERNEL(gc.device(), batch_norm_backward_eval<T>)(
-                             gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()), data_ptr_or_null<P>(sw.unpack()),
-                             sm.unpack().data_ptr<P>(), sv.unpack().data_ptr<P>(), eps, n, c, hw,
-                             data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
+                         FRUGAL_KERNEL(gc.device(), batch_norm_backward_eval<T>)
+                         (gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()),
+                          data_ptr_or_null<P>(sw.unpack()), sm.unpack().data_ptr<P>(),
+                          sv.unpack().data_ptr<P>(), eps, n, c, hw, data_ptr_or_null<T>(gi[0]),
+                          data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
                        });
                      });
   }
@@ -135,13 +142,15 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, bool training,
                   double momentum, double eps) {
-  return batch_norm_impl(input, weight, bias, running_mean, running_var, training, momentum, eps, false);
+  return batch_norm_impl(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                         false);
 }
 
 Tensor batch_norm_relu(const Tensor& input, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var, bool training,
                        double momentum, double eps) {
-  return batch_norm_impl(input, weight, bias, running_mean, running_var, training, momentum, eps, true);
+  return batch_norm_impl(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                         true);
 }
 
 }  // namespace frugal

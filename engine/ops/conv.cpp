@@ -28,8 +28,9 @@ cpu::Conv2dParams conv_params(const Tensor& input, const Tensor& weight, Int2 st
                               Int2 dilation, std::int64_t groups) {
   FRUGAL_CHECK(input.dim() == 4, "conv2d: expected a 4-d input [N, C, H, W], got shape " +
                                      shape_string(input.sizes()));
-  FRUGAL_CHECK(weight.dim() == 4, "conv2d: expected a 4-d weight [O, C / groups, kH, kW], got shape " +
-                                      shape_string(weight.sizes()));
+  FRUGAL_CHECK(weight.dim() == 4,
+               "conv2d: expected a 4-d weight [O, C / groups, kH, kW], got shape " +
+                   shape_string(weight.sizes()));
   FRUGAL_CHECK(groups >= 1 && input.size(1) % groups == 0 && weight.size(0) % groups == 0 &&
                    weight.size(1) * groups == input.size(1),
                "conv2d: input " + shape_string(input.sizes()) + ", weight " +
@@ -106,12 +107,14 @@ void with_workspace(Pass pass, const cpu::Conv2dParams& p, Device device, std::s
   kernel(ws.data_ptr(), bytes);
 }
 
-Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out, const Tensor& weight) {
+Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out,
+                           const Tensor& weight) {
   Tensor grad_input = empty({p.N, p.C, p.H, p.W}, grad_out.options());
   const Device device = grad_out.device();
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
-    const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_input_workspace_bytes<T>)(p, threads);
+    const std::size_t bytes =
+        FRUGAL_KERNEL(device, conv2d_backward_input_workspace_bytes<T>)(p, threads);
     with_workspace<T>(Pass::kBackwardInput, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
       FRUGAL_KERNEL(device, conv2d_backward_input<T>)(p, grad_out.data_ptr<T>(),
                                                       weight.data_ptr<T>(),
@@ -128,7 +131,8 @@ void conv_backward_weight(const cpu::Conv2dParams& p, const Tensor& grad_out, co
   const Device device = grad_out.device();
   dispatch_floating(grad_out.dtype(), "conv2d_backward", [&]<class T>() {
     const int threads = cpu::get_num_threads();
-    const std::size_t bytes = FRUGAL_KERNEL(device, conv2d_backward_weight_workspace_bytes<T>)(p, threads);
+    const std::size_t bytes =
+        FRUGAL_KERNEL(device, conv2d_backward_weight_workspace_bytes<T>)(p, threads);
     with_workspace<T>(Pass::kBackwardWeight, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
       T* const bias_grad = grad_bias ? grad_bias->data_ptr<T>() : nullptr;
       FRUGAL_KERNEL(device, conv2d_backward_weight<T>)(p, grad_out.data_ptr<T>(),
@@ -158,9 +162,9 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
                    dtype_name(weight_.dtype()));
   if (bias_.defined())
     FRUGAL_CHECK(bias_.dim() == 1 && bias_.size(0) == p.O && bias_.dtype() == input_.dtype(),
-                 "conv2d: bias must be a " + std::string(dtype_name(input_.dtype())) + " vector of " +
-                     std::to_string(p.O) + " values, got " + dtype_name(bias_.dtype()) + " " +
-                     shape_string(bias_.sizes()));
+                 "conv2d: bias must be a " + std::string(dtype_name(input_.dtype())) +
+                     " vector of " + std::to_string(p.O) + " values, got " +
+                     dtype_name(bias_.dtype()) + " " + shape_string(bias_.sizes()));
   const Tensor input = input_.contiguous(), weight = weight_.contiguous();
   const Tensor bias = bias_.defined() ? bias_.contiguous() : Tensor();
   Tensor out = empty({p.N, p.O, p.out_h(), p.out_w()}, input.options());
@@ -187,7 +191,8 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
                        if (gi.needs(1) || gi.needs(2)) {
                          Tensor gw, gb;
                          if (gi.needs(1)) {
-                           conv_backward_weight(p, gc, sx.unpack(), &gw, gi.needs(2) ? &gb : nullptr);
+                           conv_backward_weight(p, gc, sx.unpack(), &gw,
+                                                gi.needs(2) ? &gb : nullptr);
                          } else {
                            gb = sum(gc, {0, 2, 3});
                          }

@@ -24,7 +24,9 @@ void copy_data(const Tensor& dst, const Tensor& src_) {
                    " into one of shape " + shape_string(dst.sizes()));
   const auto loop = LoopBuilder(dst).input(src).build();
   dispatch_all(dst.dtype(), "copy_", [&]<class D>() {
-    dispatch_all(src.dtype(), "copy_", [&]<class S>() { FRUGAL_KERNEL(dst.device(), cast<D, S>)(loop); });
+    dispatch_all(src.dtype(), "copy_", [&]<class S>() {
+      FRUGAL_KERNEL(dst.device(), cast<D, S>)(loop);
+    });
   });
 }
 
@@ -47,7 +49,8 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype) {
                                                        "grad to ") + dtype_name(dtype) +
                                                " would cut its gradient; detach() it first");
     const ScalarType from = t.dtype();
-    autograd::record(out, "to", {t}, [from](const Tensor& g, InputGrads& gi) { gi[0] = g.to(from); });
+    autograd::record(out, "to", {t},
+                     [from](const Tensor& g, InputGrads& gi) { gi[0] = g.to(from); });
   }
   return out;
 }
@@ -61,7 +64,8 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
   Tensor out = move_to_device(*this, device, non_blocking);
   if (autograd::needs_grad(*this)) {
     const Device from = this->device();
-    autograd::record(out, "to", {*this}, [from](const Tensor& g, InputGrads& gi) { gi[0] = g.to(from); });
+    autograd::record(out, "to", {*this},
+                     [from](const Tensor& g, InputGrads& gi) { gi[0] = g.to(from); });
   }
   return out;
 }
@@ -74,10 +78,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (records) {
     const DimVector src_sizes(src.sizes());
     const ScalarType src_dtype = src.dtype();
-    autograd::rebase(*this, "copy_", {src}, [src_sizes, src_dtype](const Tensor& g, InputGrads& gi) {
-      // The old value of self was overwritten: no gradient flows to it.
-      if (gi.needs(1)) gi[1] = sum_to_size(g, src_sizes).to(src_dtype);
-    });
+    autograd::rebase(*this, "copy_", {src},
+                     [src_sizes, src_dtype](const Tensor& g, InputGrads& gi) {
+                       // The old value of self was overwritten: no gradient flows to it.
+                       if (gi.needs(1)) gi[1] = sum_to_size(g, src_sizes).to(src_dtype);
+                     });
   }
   return *this;
 }

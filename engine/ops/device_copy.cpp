@@ -71,11 +71,13 @@ Tensor move_to_device(const Tensor& t, Device device, bool non_blocking) {
 }
 
 Tensor Tensor::pin_memory() const {
-  FRUGAL_CHECK(is_cpu(), "pin_memory: only CPU tensors can be pinned, this one is on " + device().str());
+  FRUGAL_CHECK(is_cpu(),
+               "pin_memory: only CPU tensors can be pinned, this one is on " + device().str());
   if (is_pinned()) return *this;
   const Tensor src = frugal::contiguous(*this);
   auto storage = std::make_shared<StorageImpl>(src.nbytes(), alloc::pinned_allocator(), true);
-  Tensor out(std::make_shared<TensorImpl>(std::move(storage), src.sizes(), src.strides(), 0, src.dtype()));
+  Tensor out(
+      std::make_shared<TensorImpl>(std::move(storage), src.sizes(), src.strides(), 0, src.dtype()));
   copy_data(out, src);
   return out;
 }

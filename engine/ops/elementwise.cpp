@@ -40,11 +40,12 @@ ScalarType true_division_type(ScalarType t) { return is_floating_point(t) ? t : 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   Tensor out = binary_kernel(BinaryOp::Add, a, b, result_type(a, b), "add", alpha.to_double());
   if (autograd::needs_grad(a, b)) {
-    autograd::record(out, "add", {a, b},
-                     [ta = GradTarget(a), tb = GradTarget(b), alpha](const Tensor& g, InputGrads& gi) {
-                       if (gi.needs(0)) gi[0] = ta(g);
-                       if (gi.needs(1)) gi[1] = tb(alpha.to_double() == 1 ? g : mul(g, alpha));
-                     });
+    autograd::record(
+        out, "add", {a, b},
+        [ta = GradTarget(a), tb = GradTarget(b), alpha](const Tensor& g, InputGrads& gi) {
+          if (gi.needs(0)) gi[0] = ta(g);
+          if (gi.needs(1)) gi[1] = tb(alpha.to_double() == 1 ? g : mul(g, alpha));
+        });
   }
   return out;
 }
@@ -54,11 +55,12 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
                                                          "supported; use logical ops");
   Tensor out = binary_kernel(BinaryOp::Sub, a, b, result_type(a, b), "sub", alpha.to_double());
   if (autograd::needs_grad(a, b)) {
-    autograd::record(out, "sub", {a, b},
-                     [ta = GradTarget(a), tb = GradTarget(b), alpha](const Tensor& g, InputGrads& gi) {
-                       if (gi.needs(0)) gi[0] = ta(g);
-                       if (gi.needs(1)) gi[1] = tb(mul(g, -alpha.to_double()));
-                     });
+    autograd::record(
+        out, "sub", {a, b},
+        [ta = GradTarget(a), tb = GradTarget(b), alpha](const Tensor& g, InputGrads& gi) {
+          if (gi.needs(0)) gi[0] = ta(g);
+          if (gi.needs(1)) gi[1] = tb(mul(g, -alpha.to_double()));
+        });
   }
   return out;
 }
@@ -97,14 +99,16 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor add(const Tensor& a, Scalar b) {
   Tensor out = binary_scalar_kernel(BinaryOp::Add, a, b, result_type(a, b), "add");
   if (autograd::needs_grad(a))
-    autograd::record(out, "add", {a}, [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(g); });
+    autograd::record(out, "add", {a},
+                     [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(g); });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
   Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, result_type(a, b), "sub");
   if (autograd::needs_grad(a))
-    autograd::record(out, "sub", {a}, [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(g); });
+    autograd::record(out, "sub", {a},
+                     [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(g); });
   return out;
 }
 
@@ -113,7 +117,8 @@ Tensor rsub(const Tensor& a, Scalar b) {
   Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, result_type(a, b), "rsub");
   out = detail::unary_kernel(kernels::cpu::UnaryOp::Neg, out, "rsub");
   if (autograd::needs_grad(a))
-    autograd::record(out, "rsub", {a}, [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(neg(g)); });
+    autograd::record(out, "rsub", {a},
+                     [ta = GradTarget(a)](const Tensor& g, InputGrads& gi) { gi[0] = ta(neg(g)); });
   return out;
 }
 
@@ -127,7 +132,8 @@ Tensor mul(const Tensor& a, Scalar b) {
 }
 
 Tensor div(const Tensor& a, Scalar b) {
-  Tensor out = binary_scalar_kernel(BinaryOp::Div, a, b, true_division_type(result_type(a, b)), "div");
+  Tensor out =
+      binary_scalar_kernel(BinaryOp::Div, a, b, true_division_type(result_type(a, b)), "div");
   if (autograd::needs_grad(a))
     autograd::record(out, "div", {a}, [ta = GradTarget(a), b](const Tensor& g, InputGrads& gi) {
       gi[0] = ta(div(g, b));
@@ -136,15 +142,17 @@ Tensor div(const Tensor& a, Scalar b) {
 }
 
 Tensor rdiv(const Tensor& a, Scalar b) {
-  Tensor recip = detail::unary_kernel(kernels::cpu::UnaryOp::Reciprocal,
-                                      detail::cast_for_kernel(a, true_division_type(a.dtype())), "rdiv");
+  Tensor recip =
+      detail::unary_kernel(kernels::cpu::UnaryOp::Reciprocal,
+                           detail::cast_for_kernel(a, true_division_type(a.dtype())), "rdiv");
   Tensor out = binary_scalar_kernel(BinaryOp::Mul, recip, b, recip.dtype(), "rdiv");
   if (autograd::needs_grad(a)) {
     // d(b/a)/da = -b / a^2 = -out / a
-    autograd::record(out, "rdiv", {a}, [ta = GradTarget(a), sa = save(a, "rdiv"), so = save(out, "rdiv")](
-                                           const Tensor& g, InputGrads& gi) {
-      gi[0] = ta(neg(div(mul(g, so.unpack()), sa.unpack())));
-    });
+    autograd::record(out, "rdiv", {a},
+                     [ta = GradTarget(a), sa = save(a, "rdiv"), so = save(out, "rdiv")](
+                         const Tensor& g, InputGrads& gi) {
+                       gi[0] = ta(neg(div(mul(g, so.unpack()), sa.unpack())));
+                     });
   }
   return out;
 }
@@ -183,7 +191,8 @@ Tensor compare(CompareOp op, const Tensor& a, Scalar b, const char* name) {
   const Tensor ac = detail::cast_for_kernel(a, dtype);
   dispatch_all(dtype, name, [&]<class T>() {
     const T value = b.to<T>();
-    FRUGAL_KERNEL(out.device(), compare<T>)(op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
+    FRUGAL_KERNEL(out.device(), compare<T>)
+    (op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
   });
   return out;
 }

@@ -45,7 +45,8 @@ Tensor binary_scalar_kernel(BinaryOp op, const Tensor& a, Scalar s, ScalarType d
   const Tensor ac = cast_for_kernel(a, dtype);
   dispatch_numeric(dtype, name, [&]<class T>() {
     const T value = s.to<T>();
-    FRUGAL_KERNEL(out.device(), binary<T>)(op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
+    FRUGAL_KERNEL(out.device(), binary<T>)
+    (op, LoopBuilder(out).input(ac).scalar(&value, scalar_type_of<T>()).build());
   });
   return out;
 }
@@ -82,7 +83,8 @@ void binary_scalar_kernel_inplace(BinaryOp op, const Tensor& self, Scalar s, con
                    dtype_name(self.dtype()) + " tensor");
   dispatch_numeric(self.dtype(), name, [&]<class T>() {
     const T value = s.to<T>();
-    FRUGAL_KERNEL(self.device(), binary<T>)(op, LoopBuilder(self).input(self).scalar(&value, scalar_type_of<T>()).build());
+    FRUGAL_KERNEL(self.device(), binary<T>)
+    (op, LoopBuilder(self).input(self).scalar(&value, scalar_type_of<T>()).build());
   });
 }
 

@@ -36,7 +36,8 @@ Tensor finish(Tensor t, const TensorOptions& options) {
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
   check_sizes(sizes, "empty");
   const auto numel = static_cast<std::size_t>(shape_numel(sizes));
-  auto storage = std::make_shared<StorageImpl>(numel * element_size(options.dtype_), options.device_);
+  auto storage =
+      std::make_shared<StorageImpl>(numel * element_size(options.dtype_), options.device_);
   return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes,
                                                     contiguous_strides(sizes), 0, options.dtype_)),
                 options);
@@ -52,10 +53,11 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
     FRUGAL_CHECK(strides[d] >= 0, "empty_strided: negative stride in " + shape_string(strides));
     span += (sizes[d] - 1) * strides[d];
   }
-  auto storage = std::make_shared<StorageImpl>(static_cast<std::size_t>(span) * element_size(options.dtype_),
-                                               options.device_);
-  return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes, strides, 0, options.dtype_)),
-                options);
+  auto storage = std::make_shared<StorageImpl>(
+      static_cast<std::size_t>(span) * element_size(options.dtype_), options.device_);
+  return finish(
+      Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes, strides, 0, options.dtype_)),
+      options);
 }
 
 Tensor zeros(IntArrayRef sizes, TensorOptions options) {
@@ -82,9 +84,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   FRUGAL_CHECK(std::isfinite(n_real), "arange: the range is not finite");
   const auto n = static_cast<std::int64_t>(std::max(0.0, n_real));
   if (!options.device_.is_cpu())  // a host loop fills it; then one copy
-    return finish(move_to_device(arange(start, end, step, options.device(kCPU).requires_grad(false)),
-                                 options.device_),
-                  options);
+    return finish(
+        move_to_device(arange(start, end, step, options.device(kCPU).requires_grad(false)),
+                       options.device_),
+        options);
   Tensor t = empty({n}, options.requires_grad(false));
   dispatch_numeric(options.dtype_, "arange", [&]<class T>() {
     T* p = t.data_ptr<T>();
@@ -92,7 +95,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
       if constexpr (std::is_integral_v<T>)
         p[i] = static_cast<T>(start.to_long() + i * step.to_long());
       else
-        p[i] = static_cast<T>(static_cast<compute_t<T>>(start.to_double() + static_cast<double>(i) * s));
+        p[i] = static_cast<T>(
+            static_cast<compute_t<T>>(start.to_double() + static_cast<double>(i) * s));
     }
   });
   return finish(t, options);
@@ -113,7 +117,8 @@ Tensor& uniform_(Tensor& t, double lo, double hi, Generator* generator) {
   Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.options());
   const std::uint64_t offset = gen.reserve(kernels::cpu::random_blocks(t.numel()));
   dispatch_floating(t.dtype(), "uniform_", [&]<class T>() {
-    FRUGAL_KERNEL(t.device(), uniform<T>)(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, lo, hi);
+    FRUGAL_KERNEL(t.device(), uniform<T>)
+    (dense.data_ptr<T>(), t.numel(), gen.seed(), offset, lo, hi);
   });
   if (!t.is_contiguous()) t.copy_(dense);
   t.impl()->storage()->bump_version();
@@ -126,7 +131,8 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* generator) {
   Tensor dense = t.is_contiguous() ? t : empty(t.sizes(), t.options());
   const std::uint64_t offset = gen.reserve(kernels::cpu::random_blocks(t.numel()));
   dispatch_floating(t.dtype(), "normal_", [&]<class T>() {
-    FRUGAL_KERNEL(t.device(), normal<T>)(dense.data_ptr<T>(), t.numel(), gen.seed(), offset, mean, std);
+    FRUGAL_KERNEL(t.device(), normal<T>)
+    (dense.data_ptr<T>(), t.numel(), gen.seed(), offset, mean, std);
   });
   if (!t.is_contiguous()) t.copy_(dense);
   t.impl()->storage()->bump_version();
@@ -150,7 +156,8 @@ Tensor randint(std::int64_t low, std::int64_t high, IntArrayRef sizes, TensorOpt
   FRUGAL_CHECK(low < high, "randint: expects low < high, got low=" + std::to_string(low) +
                                " and high=" + std::to_string(high));
   if (!options.device_.is_cpu())  // drawn on the host (the same numbers), then one copy
-    return move_to_device(randint(low, high, sizes, options.device(kCPU), generator), options.device_);
+    return move_to_device(randint(low, high, sizes, options.device(kCPU), generator),
+                          options.device_);
   Tensor u = rand(sizes, kFloat64, generator);
   Tensor t = empty(sizes, options.requires_grad(false));
   const double* src = u.data_ptr<double>();

@@ -22,10 +22,12 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   detail::binary_kernel_inplace(BinaryOp::Add, *this, other, "add_", alpha.to_double());
   impl()->storage()->bump_version();
   if (records)
-    autograd::rebase(*this, "add_", {other}, [to = GradTarget(other), alpha](const Tensor& g, InputGrads& gi) {
-      if (gi.needs(0)) gi[0] = g;
-      if (gi.needs(1)) gi[1] = to(alpha.to_double() == 1 ? g : frugal::mul(g, alpha));
-    });
+    autograd::rebase(*this, "add_", {other},
+                     [to = GradTarget(other), alpha](const Tensor& g, InputGrads& gi) {
+                       if (gi.needs(0)) gi[0] = g;
+                       if (gi.needs(1))
+                         gi[1] = to(alpha.to_double() == 1 ? g : frugal::mul(g, alpha));
+                     });
   return *this;
 }
 
@@ -38,7 +40,8 @@ Tensor& Tensor::add_(Scalar other) {
   autograd::check_inplace(*this, "add_", records);
   detail::binary_scalar_kernel_inplace(BinaryOp::Add, *this, other, "add_");
   impl()->storage()->bump_version();
-  if (records) autograd::rebase(*this, "add_", {}, [](const Tensor& g, InputGrads& gi) { gi[0] = g; });
+  if (records)
+    autograd::rebase(*this, "add_", {}, [](const Tensor& g, InputGrads& gi) { gi[0] = g; });
   return *this;
 }
 
@@ -66,7 +69,8 @@ Tensor& Tensor::mul_(Scalar other) {
   detail::binary_scalar_kernel_inplace(BinaryOp::Mul, *this, other, "mul_");
   impl()->storage()->bump_version();
   if (records)
-    autograd::rebase(*this, "mul_", {}, [other](const Tensor& g, InputGrads& gi) { gi[0] = frugal::mul(g, other); });
+    autograd::rebase(*this, "mul_", {},
+                     [other](const Tensor& g, InputGrads& gi) { gi[0] = frugal::mul(g, other); });
   return *this;
 }
 
@@ -79,7 +83,8 @@ Tensor& Tensor::div_(Scalar other) {
   detail::binary_scalar_kernel_inplace(BinaryOp::Div, *this, other, "div_");
   impl()->storage()->bump_version();
   if (records)
-    autograd::rebase(*this, "div_", {}, [other](const Tensor& g, InputGrads& gi) { gi[0] = frugal::div(g, other); });
+    autograd::rebase(*this, "div_", {},
+                     [other](const Tensor& g, InputGrads& gi) { gi[0] = frugal::div(g, other); });
   return *this;
 }
 
@@ -92,9 +97,10 @@ Tensor& Tensor::relu_() {
   });
   impl()->storage()->bump_version();
   if (records)  // saved after the bump: the result itself is what backward reads
-    autograd::rebase(*this, "relu_", {}, [so = save(*this, "relu_")](const Tensor& g, InputGrads& gi) {
-      gi[0] = relu_backward(g, so.unpack());
-    });
+    autograd::rebase(*this, "relu_", {},
+                     [so = save(*this, "relu_")](const Tensor& g, InputGrads& gi) {
+                       gi[0] = relu_backward(g, so.unpack());
+                     });
   return *this;
 }
 

@@ -25,7 +25,8 @@ cpu::Reduction kernel_reduction(Reduction r) {
   }
 }
 
-void check_loss_args(const Tensor& input, const Tensor& target, const LossOptions& o, const char* op) {
+void check_loss_args(const Tensor& input, const Tensor& target, const LossOptions& o,
+                     const char* op) {
   FRUGAL_CHECK(input.dim() == 2, std::string(op) + ": expected input [N, C], got shape " +
                                      shape_string(input.sizes()));
   FRUGAL_CHECK(target.dim() == 1 && target.size(0) == input.size(0),
@@ -39,13 +40,14 @@ void check_loss_args(const Tensor& input, const Tensor& target, const LossOption
   if (o.weight.defined())
     FRUGAL_CHECK(o.weight.dim() == 1 && o.weight.size(0) == input.size(1) &&
                      o.weight.dtype() == input.dtype(),
-                 std::string(op) + ": weight must be a " + dtype_name(input.dtype()) + " vector of " +
-                     std::to_string(input.size(1)) + " class weights, got " +
+                 std::string(op) + ": weight must be a " + dtype_name(input.dtype()) +
+                     " vector of " + std::to_string(input.size(1)) + " class weights, got " +
                      dtype_name(o.weight.dtype()) + " " + shape_string(o.weight.sizes()));
 }
 
 Tensor loss_output(const Tensor& input, Reduction r) {
-  return r == Reduction::None ? empty({input.size(0)}, input.options()) : empty({}, input.options());
+  return r == Reduction::None ? empty({input.size(0)}, input.options())
+                              : empty({}, input.options());
 }
 
 }  // namespace
@@ -63,9 +65,9 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
   Tensor out = loss_output(input, o.reduction);
   Tensor total_weight = empty({}, input.options()), row_lse = empty({n}, input.options());
   dispatch_floating(input.dtype(), "cross_entropy", [&]<class T>() {
-    FRUGAL_KERNEL(input.device(), cross_entropy_forward<T>)(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight),
-                                  n, c, red, o.ignore_index, out.data_ptr<T>(),
-                                  total_weight.data_ptr<T>(), nullptr, row_lse.data_ptr<T>());
+    FRUGAL_KERNEL(input.device(), cross_entropy_forward<T>)
+    (input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red,
+     o.ignore_index, out.data_ptr<T>(), total_weight.data_ptr<T>(), nullptr, row_lse.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
     autograd::record(out, "cross_entropy", {input_},
@@ -75,10 +77,10 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
                        const Tensor& x = sx.unpack();
                        Tensor grad = empty(x.sizes(), x.options());
                        dispatch_floating(x.dtype(), "cross_entropy_backward", [&]<class T>() {
-                         FRUGAL_KERNEL(x.device(), cross_entropy_backward<T>)(
-                             gc.data_ptr<T>(), x.data_ptr<T>(), row_lse.data_ptr<T>(),
-                             target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red, ignore,
-                             total_weight.data_ptr<T>(), grad.data_ptr<T>());
+                         FRUGAL_KERNEL(x.device(), cross_entropy_backward<T>)
+                         (gc.data_ptr<T>(), x.data_ptr<T>(), row_lse.data_ptr<T>(),
+                          target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red,
+                          ignore, total_weight.data_ptr<T>(), grad.data_ptr<T>());
                        });
                        gi[0] = std::move(grad);
                      });
@@ -99,8 +101,9 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
   Tensor out = loss_output(input, o.reduction);
   Tensor total_weight = empty({}, input.options());
   dispatch_floating(input.dtype(), "nll_loss", [&]<class T>() {
-    FRUGAL_KERNEL(input.device(), nll_loss_forward<T>)(input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c,
-                             red, o.ignore_index, out.data_ptr<T>(), total_weight.data_ptr<T>());
+    FRUGAL_KERNEL(input.device(), nll_loss_forward<T>)
+    (input.data_ptr<T>(), target.data_ptr<std::int64_t>(), data_ptr_or_null<T>(weight), n, c, red,
+     o.ignore_index, out.data_ptr<T>(), total_weight.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
     // The gradient depends only on the targets: the log-probabilities are not kept.
@@ -110,9 +113,10 @@ Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& 
                        const Tensor gc = g.contiguous();
                        Tensor grad = empty({n, c}, gc.options().dtype(dtype));
                        dispatch_floating(dtype, "nll_loss_backward", [&]<class T>() {
-                         FRUGAL_KERNEL(gc.device(), nll_loss_backward<T>)(gc.data_ptr<T>(), target.data_ptr<std::int64_t>(),
-                                                   data_ptr_or_null<T>(weight), n, c, red, ignore,
-                                                   total_weight.data_ptr<T>(), grad.data_ptr<T>());
+                         FRUGAL_KERNEL(gc.device(), nll_loss_backward<T>)
+                         (gc.data_ptr<T>(), target.data_ptr<std::int64_t>(),
+                          data_ptr_or_null<T>(weight), n, c, red, ignore,
+                          total_weight.data_ptr<T>(), grad.data_ptr<T>());
                        });
                        gi[0] = std::move(grad);
                      });

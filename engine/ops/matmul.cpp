@@ -71,12 +71,13 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, bool batched
     T* cp = out.data_ptr<T>();
     const std::int64_t ldc = std::max<std::int64_t>(p, 1);
     if (batched)
-      FRUGAL_KERNEL(out.device(), gemm_batched<T>)(ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld,
-                                    ga.batch_stride, bp, gb.ld, gb.batch_stride,
-                                    T(static_cast<float>(beta)), cp, ldc, n * p);
+      FRUGAL_KERNEL(out.device(), gemm_batched<T>)
+      (ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld, ga.batch_stride, bp, gb.ld,
+       gb.batch_stride, T(static_cast<float>(beta)), cp, ldc, n * p);
     else
-      FRUGAL_KERNEL(out.device(), gemm<T>)(ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp, gb.ld,
-                            T(static_cast<float>(beta)), cp, ldc);
+      FRUGAL_KERNEL(out.device(), gemm<T>)
+      (ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp, gb.ld, T(static_cast<float>(beta)), cp,
+       ldc);
   });
 }
 
@@ -96,7 +97,8 @@ Tensor bmm_no_grad(const Tensor& a, const Tensor& b) {
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   if (autocast::should_apply(a.device()))
-    return autocast::call(autocast::Op::kMm, a.device(), [&](auto&&... a) { return mm(a...); }, a, b);
+    return autocast::call(
+        autocast::Op::kMm, a.device(), [&](auto&&... a) { return mm(a...); }, a, b);
   FRUGAL_CHECK(a.dim() == 2 && b.dim() == 2,
                "mm: expected two matrices, got shapes " + shape_string(a.sizes()) + " and " +
                    shape_string(b.sizes()));
@@ -120,7 +122,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   if (autocast::should_apply(a.device()))
-    return autocast::call(autocast::Op::kBmm, a.device(), [&](auto&&... a) { return bmm(a...); }, a, b);
+    return autocast::call(
+        autocast::Op::kBmm, a.device(), [&](auto&&... a) { return bmm(a...); }, a, b);
   FRUGAL_CHECK(a.dim() == 3 && b.dim() == 3,
                "bmm: expected two 3-d tensors, got shapes " + shape_string(a.sizes()) + " and " +
                    shape_string(b.sizes()));
@@ -179,13 +182,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kLinear, x.device(), [&](auto&&... a) { return linear(a...); }, x, weight, bias);
+    return autocast::call(
+        autocast::Op::kLinear, x.device(), [&](auto&&... a) { return linear(a...); }, x, weight,
+        bias);
   FRUGAL_CHECK(weight.dim() == 2, "linear: the weight must be [out_features, in_features], got " +
                                       shape_string(weight.sizes()));
   FRUGAL_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1),
                "linear: input of shape " + shape_string(x.sizes()) + " does not match weight " +
-                   shape_string(weight.sizes()) + " (in_features " + std::to_string(weight.size(1)) +
-                   ")");
+                   shape_string(weight.sizes()) + " (in_features " +
+                   std::to_string(weight.size(1)) + ")");
   check_matrix_dtypes(x, weight, "linear");
   const std::int64_t out_features = weight.size(0);
   if (bias.defined()) {

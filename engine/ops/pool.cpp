@@ -17,7 +17,8 @@ namespace cpu = kernels::cpu;
 namespace {
 
 void check_4d(const Tensor& input, const char* op) {
-  FRUGAL_CHECK(input.dim() == 4, std::string(op) + ": expected a 4-d input [N, C, H, W], got shape " +
+  FRUGAL_CHECK(input.dim() == 4, std::string(op) +
+                                     ": expected a 4-d input [N, C, H, W], got shape " +
                                      shape_string(input.sizes()));
 }
 
@@ -40,7 +41,8 @@ cpu::Pool2dParams pool_params(const Tensor& input, Int2 kernel, std::optional<In
 
 Tensor max_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> stride, Int2 padding,
                   Int2 dilation, bool ceil_mode) {
-  const cpu::Pool2dParams p = pool_params(input_, kernel_size, stride, padding, dilation, ceil_mode, false);
+  const cpu::Pool2dParams p =
+      pool_params(input_, kernel_size, stride, padding, dilation, ceil_mode, false);
   const Tensor input = input_.contiguous();
   Tensor out = empty({p.N, p.C, p.out_h(), p.out_w()}, input.options());
   // Only a backward needs the argmax, and then only its place inside the window: one byte
@@ -48,19 +50,21 @@ Tensor max_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
   const bool records = autograd::needs_grad(input_);
   Tensor window_index = records ? empty(out.sizes(), out.options().dtype(kUInt8)) : Tensor();
   dispatch_floating(input.dtype(), "max_pool2d", [&]<class T>() {
-    FRUGAL_KERNEL(input.device(), max_pool2d_forward_compact<T>)(p, input.data_ptr<T>(), out.data_ptr<T>(),
-                                       records ? window_index.data_ptr<std::uint8_t>() : nullptr);
+    FRUGAL_KERNEL(input.device(), max_pool2d_forward_compact<T>)
+    (p, input.data_ptr<T>(), out.data_ptr<T>(),
+     records ? window_index.data_ptr<std::uint8_t>() : nullptr);
   });
   if (records) {
-    autograd::record(out, "max_pool2d", {input_}, [p, window_index](const Tensor& g, InputGrads& gi) {
-      const Tensor gc = g.contiguous();
-      Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
-      dispatch_floating(g.dtype(), "max_pool2d_backward", [&]<class T>() {
-        FRUGAL_KERNEL(gc.device(), max_pool2d_backward_compact<T>)(p, gc.data_ptr<T>(), window_index.data_ptr<std::uint8_t>(),
-                                            grad.data_ptr<T>());
-      });
-      gi[0] = std::move(grad);
-    });
+    autograd::record(
+        out, "max_pool2d", {input_}, [p, window_index](const Tensor& g, InputGrads& gi) {
+          const Tensor gc = g.contiguous();
+          Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
+          dispatch_floating(g.dtype(), "max_pool2d_backward", [&]<class T>() {
+            FRUGAL_KERNEL(gc.device(), max_pool2d_backward_compact<T>)
+            (p, gc.data_ptr<T>(), window_index.data_ptr<std::uint8_t>(), grad.data_ptr<T>());
+          });
+          gi[0] = std::move(grad);
+        });
   }
   return out;
 }
@@ -96,14 +100,16 @@ Tensor adaptive_avg_pool2d(const Tensor& input_, Int2 output_size) {
   const Tensor input = input_.contiguous();
   Tensor out = empty({p.N, p.C, p.out_h, p.out_w}, input.options());
   dispatch_floating(input.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
-    FRUGAL_KERNEL(input.device(), adaptive_avg_pool2d_forward<T>)(p, input.data_ptr<T>(), out.data_ptr<T>());
+    FRUGAL_KERNEL(input.device(), adaptive_avg_pool2d_forward<T>)
+    (p, input.data_ptr<T>(), out.data_ptr<T>());
   });
   if (autograd::needs_grad(input_)) {
     autograd::record(out, "adaptive_avg_pool2d", {input_}, [p](const Tensor& g, InputGrads& gi) {
       const Tensor gc = g.contiguous();
       Tensor grad = empty({p.N, p.C, p.H, p.W}, gc.options());
       dispatch_floating(g.dtype(), "adaptive_avg_pool2d_backward", [&]<class T>() {
-        FRUGAL_KERNEL(gc.device(), adaptive_avg_pool2d_backward<T>)(p, gc.data_ptr<T>(), grad.data_ptr<T>());
+        FRUGAL_KERNEL(gc.device(), adaptive_avg_pool2d_backward<T>)
+        (p, gc.data_ptr<T>(), grad.data_ptr<T>());
       });
       gi[0] = std::move(grad);
     });

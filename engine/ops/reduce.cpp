@@ -82,7 +82,8 @@ ScalarType sum_dtype(ScalarType t) { return is_integral(t, true) ? kInt64 : t; }
 Tensor sum_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
   Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options().dtype(sum_dtype(x.dtype())));
   dispatch_all(x.dtype(), "sum", [&]<class T>() {
-    FRUGAL_KERNEL(x.device(), sum<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<cpu::sum_t<T>>());
+    FRUGAL_KERNEL(x.device(), sum<T>)
+    (x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<cpu::sum_t<T>>());
   });
   if (autograd::needs_grad(x)) {
     autograd::record(out, "sum", {x}, [u = Unreduce{DimVector(x.sizes()), mask, keepdim}](
@@ -116,8 +117,10 @@ Tensor extreme_all(const Tensor& x, bool is_max) {
   Tensor out = empty({}, x.options());
   const std::uint32_t mask = reduce_mask(x, {}, name);
   dispatch_all(x.dtype(), name, [&]<class T>() {
-    if (is_max) FRUGAL_KERNEL(x.device(), amax<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
-    else FRUGAL_KERNEL(x.device(), amin<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
+    if (is_max)
+      FRUGAL_KERNEL(x.device(), amax<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
+    else
+      FRUGAL_KERNEL(x.device(), amin<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
     autograd::record(out, name, {x}, [sx = save(x, name), so = save(out, name)](
@@ -136,9 +139,12 @@ Tensor scatter_to_indices(const Tensor& g, const Tensor& indices, IntArrayRef in
   const Tensor gk = keepdim ? g : g.unsqueeze(dim), ik = keepdim ? indices : indices.unsqueeze(dim);
   if (!g.is_cpu()) {
     DimVector position_shape(input_sizes.size(), 1);
-    if (!input_sizes.empty()) position_shape[static_cast<std::size_t>(dim)] = input_sizes[static_cast<std::size_t>(dim)];
-    const Tensor positions = arange(0, input_sizes.empty() ? 1 : input_sizes[static_cast<std::size_t>(dim)], 1,
-                                    ik.options()).view(position_shape);
+    if (!input_sizes.empty())
+      position_shape[static_cast<std::size_t>(dim)] = input_sizes[static_cast<std::size_t>(dim)];
+    const Tensor positions =
+        arange(0, input_sizes.empty() ? 1 : input_sizes[static_cast<std::size_t>(dim)], 1,
+               ik.options())
+            .view(position_shape);
     const Tensor grad = where(eq(positions, ik), gk, zeros({}, g.options()));
     return IntArrayRef(grad.sizes()) == input_sizes ? grad : grad.expand(input_sizes).contiguous();
   }
@@ -147,7 +153,8 @@ Tensor scatter_to_indices(const Tensor& g, const Tensor& indices, IntArrayRef in
   const Tensor ic = ik.contiguous();
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= input_sizes[static_cast<std::size_t>(d)];
-  for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < input_sizes.size(); ++d) inner *= input_sizes[d];
+  for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < input_sizes.size(); ++d)
+    inner *= input_sizes[d];
   const std::int64_t len = input_sizes.empty() ? 1 : input_sizes[static_cast<std::size_t>(dim)];
   dispatch_floating(g.dtype(), "max_backward", [&]<class T>() {
     const T* gp = gc.data_ptr<T>();
@@ -176,7 +183,8 @@ ValuesIndices extreme_dim(const Tensor& x, std::int64_t dim, bool keepdim, bool 
     autograd::record(r.values, name, {x},
                      [indices = r.indices, sizes = DimVector(x.sizes()), d,
                       keepdim = keepdim || x.dim() == 0](const Tensor& g, InputGrads& gi) {
-                       gi[0] = scatter_to_indices(g, indices, sizes, sizes.empty() ? 0 : d, keepdim);
+                       gi[0] =
+                           scatter_to_indices(g, indices, sizes, sizes.empty() ? 0 : d, keepdim);
                      });
   }
   return r;
@@ -223,18 +231,21 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
   });
   if (autograd::needs_grad(input)) {
     // Both backwards need only the output: the input can be freed by its owner.
-    autograd::record(out, name, {input}, [so = save(out, name), s, log, name](const Tensor& g, InputGrads& gi) {
-      const Tensor& y = so.unpack();
-      const Tensor gc = g.contiguous();
-      Tensor grad = empty(y.sizes(), y.options());
-      dispatch_floating(y.dtype(), name, [&]<class T>() {
-        const auto args =
-            std::make_tuple(y.data_ptr<T>(), gc.data_ptr<T>(), grad.data_ptr<T>(), s.outer, s.dim, s.inner);
-        if (log) std::apply(FRUGAL_KERNEL(y.device(), log_softmax_backward<T>), args);
-        else std::apply(FRUGAL_KERNEL(y.device(), softmax_backward<T>), args);
-      });
-      gi[0] = std::move(grad);
-    });
+    autograd::record(
+        out, name, {input}, [so = save(out, name), s, log, name](const Tensor& g, InputGrads& gi) {
+          const Tensor& y = so.unpack();
+          const Tensor gc = g.contiguous();
+          Tensor grad = empty(y.sizes(), y.options());
+          dispatch_floating(y.dtype(), name, [&]<class T>() {
+            const auto args = std::make_tuple(y.data_ptr<T>(), gc.data_ptr<T>(), grad.data_ptr<T>(),
+                                              s.outer, s.dim, s.inner);
+            if (log)
+              std::apply(FRUGAL_KERNEL(y.device(), log_softmax_backward<T>), args);
+            else
+              std::apply(FRUGAL_KERNEL(y.device(), softmax_backward<T>), args);
+          });
+          gi[0] = std::move(grad);
+        });
   }
   return out;
 }
@@ -243,7 +254,8 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
 
 Tensor sum(const Tensor& x) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kSum, x.device(), [](const Tensor& a) { return sum(a); }, x);
+    return autocast::call(
+        autocast::Op::kSum, x.device(), [](const Tensor& a) { return sum(a); }, x);
   return sum_impl(x, reduce_mask(x, {}, "sum"), false);
 }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -254,7 +266,8 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 Tensor mean(const Tensor& x) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kMean, x.device(), [](const Tensor& a) { return mean(a); }, x);
+    return autocast::call(
+        autocast::Op::kMean, x.device(), [](const Tensor& a) { return mean(a); }, x);
   return mean_impl(x, reduce_mask(x, {}, "mean"), false);
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -272,7 +285,8 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   const double correction = unbiased ? 1.0 : 0.0;
   Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options());
   dispatch_floating(x.dtype(), "var", [&]<class T>() {
-    FRUGAL_KERNEL(x.device(), var<T>)(x.data_ptr<T>(), strided_dims(x), mask, correction, out.data_ptr<T>());
+    FRUGAL_KERNEL(x.device(), var<T>)
+    (x.data_ptr<T>(), strided_dims(x), mask, correction, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
     // d var / dx = 2 (x - mean) / (n - correction)

@@ -16,7 +16,8 @@ using autograd::InputGrads;
 namespace {
 
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, std::int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>(base.impl()->storage(), sizes, strides, offset, base.dtype());
+  auto impl =
+      std::make_shared<TensorImpl>(base.impl()->storage(), sizes, strides, offset, base.dtype());
   impl->set_is_view();
   return Tensor(std::move(impl));
 }
@@ -24,9 +25,10 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, std
 // Records a view's backward: reshaping the gradient back to the input's sizes.
 void record_reshape_like(Tensor& out, const Tensor& input, const char* name) {
   if (!autograd::needs_grad(input)) return;
-  autograd::record(out, name, {input}, [sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
-    gi[0] = g.reshape(sizes);
-  });
+  autograd::record(out, name, {input},
+                   [sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
+                     gi[0] = g.reshape(sizes);
+                   });
 }
 
 }  // namespace
@@ -70,11 +72,12 @@ std::optional<DimVector> view_strides(IntArrayRef old_sizes, IntArrayRef old_str
   std::int64_t tensor_numel = 1, view_numel = 1;
   for (std::int64_t d = static_cast<std::int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_sizes[static_cast<std::size_t>(d)];
-    const bool chunk_ends =
-        d == 0 || (old_sizes[static_cast<std::size_t>(d - 1)] != 1 &&
-                   old_strides[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base_stride);
+    const bool chunk_ends = d == 0 || (old_sizes[static_cast<std::size_t>(d - 1)] != 1 &&
+                                       old_strides[static_cast<std::size_t>(d - 1)] !=
+                                           tensor_numel * chunk_base_stride);
     if (!chunk_ends) continue;
-    while (view_d >= 0 && (view_numel < tensor_numel || sizes[static_cast<std::size_t>(view_d)] == 1)) {
+    while (view_d >= 0 &&
+           (view_numel < tensor_numel || sizes[static_cast<std::size_t>(view_d)] == 1)) {
       strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
       view_numel *= sizes[static_cast<std::size_t>(view_d)];
       --view_d;
@@ -158,20 +161,24 @@ Tensor Tensor::slice(std::int64_t dim, std::optional<std::int64_t> start,
   FRUGAL_CHECK(step > 0, "slice: step must be positive, got " + std::to_string(step));
   const std::int64_t n = sizes()[static_cast<std::size_t>(d)];
   // Python's rules: negative positions count from the end, out-of-range ones clamp.
-  auto clamp_pos = [n](std::int64_t p) { return std::clamp(p < 0 ? p + n : p, std::int64_t{0}, n); };
+  auto clamp_pos = [n](std::int64_t p) {
+    return std::clamp(p < 0 ? p + n : p, std::int64_t{0}, n);
+  };
   const std::int64_t b = clamp_pos(start.value_or(0));
   const std::int64_t e = std::max(b, clamp_pos(end.value_or(n)));
   DimVector sizes(this->sizes()), strides(this->strides());
   sizes[static_cast<std::size_t>(d)] = (e - b + step - 1) / step;
   strides[static_cast<std::size_t>(d)] *= step;
-  Tensor out = make_view(*this, sizes, strides, storage_offset() + b * this->strides()[static_cast<std::size_t>(d)]);
+  Tensor out = make_view(*this, sizes, strides,
+                         storage_offset() + b * this->strides()[static_cast<std::size_t>(d)]);
   if (autograd::needs_grad(*this))
-    autograd::record(out, "slice", {*this},
-                     [input_sizes = DimVector(this->sizes()), d, b, e, step](const Tensor& g, InputGrads& gi) {
-                       Tensor grad = zeros(input_sizes, g.options());
-                       copy_data(grad.slice(d, b, e, step), g);
-                       gi[0] = std::move(grad);
-                     });
+    autograd::record(
+        out, "slice", {*this},
+        [input_sizes = DimVector(this->sizes()), d, b, e, step](const Tensor& g, InputGrads& gi) {
+          Tensor grad = zeros(input_sizes, g.options());
+          copy_data(grad.slice(d, b, e, step), g);
+          gi[0] = std::move(grad);
+        });
   return out;
 }
 
@@ -196,21 +203,25 @@ Tensor Tensor::select(std::int64_t dim, std::int64_t index) const {
   DimVector sizes(this->sizes()), strides(this->strides());
   sizes.erase(static_cast<std::size_t>(d));
   strides.erase(static_cast<std::size_t>(d));
-  Tensor out = make_view(*this, sizes, strides, storage_offset() + i * this->strides()[static_cast<std::size_t>(d)]);
+  Tensor out = make_view(*this, sizes, strides,
+                         storage_offset() + i * this->strides()[static_cast<std::size_t>(d)]);
   if (autograd::needs_grad(*this))
-    autograd::record(out, "select", {*this},
-                     [input_sizes = DimVector(this->sizes()), d, i](const Tensor& g, InputGrads& gi) {
-                       Tensor grad = zeros(input_sizes, g.options());
-                       copy_data(grad.select(d, i), g);
-                       gi[0] = std::move(grad);
-                     });
+    autograd::record(
+        out, "select", {*this},
+        [input_sizes = DimVector(this->sizes()), d, i](const Tensor& g, InputGrads& gi) {
+          Tensor grad = zeros(input_sizes, g.options());
+          copy_data(grad.select(d, i), g);
+          gi[0] = std::move(grad);
+        });
   return out;
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
   FRUGAL_CHECK(static_cast<std::int64_t>(sizes.size()) >= dim(),
-               "expand: the target " + shape_string(sizes) + " has fewer dimensions than the "
-                                                              "tensor's " + shape_string(this->sizes()));
+               "expand: the target " + shape_string(sizes) +
+                   " has fewer dimensions than the "
+                   "tensor's " +
+                   shape_string(this->sizes()));
   const std::size_t lead = sizes.size() - static_cast<std::size_t>(dim());
   DimVector new_sizes(sizes), new_strides(sizes.size());
   for (std::size_t d = 0; d < sizes.size(); ++d) {
@@ -229,9 +240,10 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
   }
   Tensor out = make_view(*this, new_sizes, new_strides, storage_offset());
   if (autograd::needs_grad(*this))
-    autograd::record(out, "expand", {*this}, [input_sizes = DimVector(this->sizes())](const Tensor& g, InputGrads& gi) {
-      gi[0] = sum_to_size(g, input_sizes);
-    });
+    autograd::record(out, "expand", {*this},
+                     [input_sizes = DimVector(this->sizes())](const Tensor& g, InputGrads& gi) {
+                       gi[0] = sum_to_size(g, input_sizes);
+                     });
   return out;
 }
 
@@ -289,7 +301,8 @@ Tensor sum_to_size(const Tensor& grad, IntArrayRef sizes) {
   const std::size_t lead = grad.sizes().size() - sizes.size();
   DimVector dims;
   for (std::size_t d = 0; d < grad.sizes().size(); ++d)
-    if (d < lead || (sizes[d - lead] == 1 && grad.sizes()[d] != 1)) dims.push_back(static_cast<std::int64_t>(d));
+    if (d < lead || (sizes[d - lead] == 1 && grad.sizes()[d] != 1))
+      dims.push_back(static_cast<std::int64_t>(d));
   Tensor summed = dims.empty() ? grad : sum(grad, dims, /*keepdim=*/true);
   return lead ? summed.reshape(sizes) : summed.view(sizes);
 }

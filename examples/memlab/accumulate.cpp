@@ -37,11 +37,13 @@ Run accumulate(nn::Module& model, const Tensor& images, const Tensor& targets, s
   return r;
 }
 
-double max_abs_difference(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+double max_abs_difference(const std::vector<std::vector<float>>& a,
+                          const std::vector<std::vector<float>>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
     for (std::size_t k = 0; k < a[i].size(); ++k)
-      worst = std::max(worst, std::abs(static_cast<double>(a[i][k]) - static_cast<double>(b[i][k])));
+      worst =
+          std::max(worst, std::abs(static_cast<double>(a[i][k]) - static_cast<double>(b[i][k])));
   return worst;
 }
 
@@ -55,10 +57,11 @@ double max_abs(const std::vector<std::vector<float>>& a) {
 }  // namespace
 
 int accumulate_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "Gradients and peak allocated bytes of one float32 training step of a batch of\n"
-                  "--batch-size, whole and in --accum micro-batches (frugal-train's train_step), and of one\n"
-                  "micro-batch alone; batch norm in eval mode so that both compute the same function.");
+  CommandLine cli(
+      argv[0],
+      "Gradients and peak allocated bytes of one float32 training step of a batch of\n"
+      "--batch-size, whole and in --accum micro-batches (frugal-train's train_step), and of one\n"
+      "micro-batch alone; batch norm in eval mode so that both compute the same function.");
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
   cli.option("batch-size", "N", "the whole batch", "128");
   cli.option("accum", "K", "micro-batches", "4");
@@ -67,7 +70,8 @@ int accumulate_lab(int argc, char** argv) {
   apply_common_options(cli);
   const double t0 = seconds_now();
   const std::int64_t batch = cli.get_int("batch-size"), k = cli.get_int("accum");
-  FRUGAL_CHECK(batch >= 1 && k >= 1 && batch % k == 0, "--batch-size must be a positive multiple of --accum");
+  FRUGAL_CHECK(batch >= 1 && k >= 1 && batch % k == 0,
+               "--batch-size must be a positive multiple of --accum");
   const std::int64_t micro = batch / k;
 
   manual_seed(0);
@@ -84,27 +88,35 @@ int accumulate_lab(int argc, char** argv) {
   const double diff = max_abs_difference(whole.grads, accumulated.grads);
   const double scale = max_abs(whole.grads);
 
-  Report report("accumulate", cli.get("model") + ", float32, one training step: " + std::to_string(k) + " x " +
-                                  std::to_string(micro) + " accumulated vs one batch of " + std::to_string(batch));
-  report.columns({"step", "images", "peak allocated", "vs batch " + std::to_string(micro), "max |grad - grad(whole)|"});
-  const auto add = [&](const std::string& name, std::int64_t n, const Run& r, const std::string& diff_text) {
+  Report report("accumulate", cli.get("model") + ", float32, one training step: " +
+                                  std::to_string(k) + " x " + std::to_string(micro) +
+                                  " accumulated vs one batch of " + std::to_string(batch));
+  report.columns({"step", "images", "peak allocated", "vs batch " + std::to_string(micro),
+                  "max |grad - grad(whole)|"});
+  const auto add = [&](const std::string& name, std::int64_t n, const Run& r,
+                       const std::string& diff_text) {
     const double ratio = static_cast<double>(r.peak) / static_cast<double>(one_micro.peak);
     JsonWriter j;
     j.field("step", name);
     j.field("images", n);
     j.field("peak_allocated_bytes", r.peak);
     j.field("peak_vs_micro_batch", ratio);
-    report.row({name, std::to_string(n), bytes_text(r.peak), number_text(ratio, 3) + "x", diff_text}, j);
+    report.row(
+        {name, std::to_string(n), bytes_text(r.peak), number_text(ratio, 3) + "x", diff_text}, j);
   };
   add("one batch of " + std::to_string(batch), batch, whole, "0 (reference)");
-  add(std::to_string(k) + " x " + std::to_string(micro) + " accumulated", batch, accumulated, number_text(diff, 9));
+  add(std::to_string(k) + " x " + std::to_string(micro) + " accumulated", batch, accumulated,
+      number_text(diff, 9));
   add("one batch of " + std::to_string(micro) + " alone", micro, one_micro, "- (other images)");
-  report.note("batch norm in eval mode (running statistics) so both ways compute the same function; in train mode "
-              "each micro-batch would be normalised by its own statistics, as a smaller batch is");
-  report.note("max |grad difference| " + number_text(diff, 9) + " (target <= 1e-5; largest |grad| " +
-              number_text(scale, 6) + "): " + (diff <= 1e-5 ? "met" : "MISSED"));
-  report.note("the accumulated step also holds the whole batch's input (" + bytes_text(images.nbytes()) +
-              ") that the micro-batch-alone step does not");
+  report.note(
+      "batch norm in eval mode (running statistics) so both ways compute the same function; in "
+      "train mode "
+      "each micro-batch would be normalised by its own statistics, as a smaller batch is");
+  report.note("max |grad difference| " + number_text(diff, 9) +
+              " (target <= 1e-5; largest |grad| " + number_text(scale, 6) +
+              "): " + (diff <= 1e-5 ? "met" : "MISSED"));
+  report.note("the accumulated step also holds the whole batch's input (" +
+              bytes_text(images.nbytes()) + ") that the micro-batch-alone step does not");
   JsonWriter& f = report.figures();
   f.field("model", cli.get("model"));
   f.field("batch_size", batch);

@@ -8,9 +8,11 @@
 namespace frugal::memlab {
 
 int architectures_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "mlp, cnn and mobilenet: parameters, the activation bytes and peak allocated of one float32\n"
-                  "training step at --batch-size, and the test accuracy after --steps SGD steps on Fashion-MNIST.");
+  CommandLine cli(
+      argv[0],
+      "mlp, cnn and mobilenet: parameters, the activation bytes and peak allocated of one float32\n"
+      "training step at --batch-size, and the test accuracy after --steps SGD steps on "
+      "Fashion-MNIST.");
   cli.option("models", "NAMES", "comma-separated", "mlp,cnn,mobilenet");
   cli.option("batch-size", "N", "images per step", "32");
   cli.option("steps", "N", "training steps per model", "100");
@@ -23,9 +25,10 @@ int architectures_lab(int argc, char** argv) {
   const data::MnistDataset train_set = load_fashion(data::Split::Train);
   const data::MnistDataset test_set = load_fashion(data::Split::Test, cli.get_int("test"));
 
-  Report report("architectures", "batch " + std::to_string(batch) + ", float32, then " + std::to_string(steps) +
-                                     " SGD steps on Fashion-MNIST each");
-  report.columns({"model", "parameters", "weights", "activations (one step)", "step peak", "ms/step", "test accuracy"});
+  Report report("architectures", "batch " + std::to_string(batch) + ", float32, then " +
+                                     std::to_string(steps) + " SGD steps on Fashion-MNIST each");
+  report.columns({"model", "parameters", "weights", "activations (one step)", "step peak",
+                  "ms/step", "test accuracy"});
   std::string names = cli.get("models");
   for (std::size_t pos = 0; pos <= names.size();) {
     const std::size_t comma = std::min(names.find(',', pos), names.size());
@@ -70,17 +73,21 @@ int architectures_lab(int argc, char** argv) {
     j.field("ms_per_step", ms);
     j.field("final_loss", t.last_loss);
     j.field("test_accuracy", t.test_accuracy);
-    report.row({name, std::to_string(params), bytes_text(weight_bytes), bytes_text(activations), bytes_text(peak),
-                number_text(ms, 1), percent_text(t.test_accuracy)},
+    report.row({name, std::to_string(params), bytes_text(weight_bytes), bytes_text(activations),
+                bytes_text(peak), number_text(ms, 1), percent_text(t.test_accuracy)},
                j);
     report.figures().field(name + "_parameters", params);
     report.figures().field(name + "_activation_bytes", activations);
     report.figures().field(name + "_test_accuracy", t.test_accuracy);
   }
-  report.note("step peak: allocated peak during the step above what was allocated before the model was made "
-              "(weights, gradients, momentum, the batch and the activations)");
+  report.note(
+      "step peak: allocated peak during the step above what was allocated before the model was "
+      "made "
+      "(weights, gradients, momentum, the batch and the activations)");
   report.note("accuracy on the first " + std::to_string(test_set.size()) + " test images after " +
-              std::to_string(steps) + " steps (SGD lr 0.05, momentum 0.9); ms/step is wall clock on a shared machine, the first step not timed");
+              std::to_string(steps) +
+              " steps (SGD lr 0.05, momentum 0.9); ms/step is wall clock on a shared machine, the "
+              "first step not timed");
   report.figures().field("steps", steps);
   report.print(cli.has("json"), seconds_now() - t0);
   return 0;

@@ -56,14 +56,16 @@ std::vector<std::int64_t> parse_batches(const std::string& text) {
 }  // namespace
 
 int batch_size_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "Peak allocated bytes of a training step (SGD, momentum) at several batches, against\n"
-                  "nn::find_batch_size's prediction from its two probes; then the finder under an allocator\n"
-                  "capped at --capacity-mib above what is in use (the simulated device), its chosen batch\n"
-                  "and the batch above it run for real.");
+  CommandLine cli(
+      argv[0],
+      "Peak allocated bytes of a training step (SGD, momentum) at several batches, against\n"
+      "nn::find_batch_size's prediction from its two probes; then the finder under an allocator\n"
+      "capped at --capacity-mib above what is in use (the simulated device), its chosen batch\n"
+      "and the batch above it run for real.");
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
   cli.option("batches", "B,B,...", "batches to measure", "16,32,64,128");
-  cli.option("capacity-mib", "MIB", "simulated device capacity above the memory already in use", "40");
+  cli.option("capacity-mib", "MIB", "simulated device capacity above the memory already in use",
+             "40");
   add_common_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   apply_common_options(cli);
@@ -76,7 +78,8 @@ int batch_size_lab(int argc, char** argv) {
   auto model = nn::make_model(cli.get("model"));
   const std::int64_t in_use = allocated_now();
   // The fit, from the probes (16 and 32) under a budget the probes fit in.
-  const auto capacity = static_cast<std::int64_t>(static_cast<double>(in_use) + capacity_mib * 1024 * 1024);
+  const auto capacity =
+      static_cast<std::int64_t>(static_cast<double>(in_use) + capacity_mib * 1024 * 1024);
   const nn::BatchSizeResult fit = nn::find_batch_size(*model, sgd_factory(), {1, 28, 28}, capacity);
 
   Report report("batch-size", cli.get("model") + ": peak allocated of one training step vs batch, "
@@ -85,7 +88,8 @@ int batch_size_lab(int argc, char** argv) {
   double worst = 0;
   for (const std::int64_t b : batches) {
     const std::int64_t m = measured_peak(*model, b);
-    FRUGAL_CHECK(m > 0, "batch-size: the step at batch " + std::to_string(b) + " ran out of memory");
+    FRUGAL_CHECK(m > 0,
+                 "batch-size: the step at batch " + std::to_string(b) + " ran out of memory");
     const std::int64_t p = fit.predict(b);
     const double err = static_cast<double>(p - m) / static_cast<double>(m);
     worst = std::max(worst, std::abs(err));
@@ -94,7 +98,8 @@ int batch_size_lab(int argc, char** argv) {
     j.field("measured_peak_bytes", m);
     j.field("predicted_peak_bytes", p);
     j.field("relative_error", err);
-    report.row({std::to_string(b), bytes_text(m), bytes_text(p), number_text(100 * err, 2) + "%", std::abs(err) <= 0.05 ? "yes" : "NO"},
+    report.row({std::to_string(b), bytes_text(m), bytes_text(p), number_text(100 * err, 2) + "%",
+                std::abs(err) <= 0.05 ? "yes" : "NO"},
                j);
   }
 
@@ -114,31 +119,41 @@ int batch_size_lab(int argc, char** argv) {
   }
   alloc::cpu_allocator().set_memory_limit(0);
   const bool largest = above < 0 || above > capped.budget;
-  const double chosen_err =
-      static_cast<double>(capped.predicted_peak - capped.measured_peak) / static_cast<double>(capped.measured_peak);
-  for (const auto& [label, b, peak] : {std::tuple<const char*, std::int64_t, std::int64_t>{"chosen", capped.batch, at},
-                                       {"chosen + 1", capped.batch + 1, above}}) {
+  const double chosen_err = static_cast<double>(capped.predicted_peak - capped.measured_peak) /
+                            static_cast<double>(capped.measured_peak);
+  for (const auto& [label, b, peak] :
+       {std::tuple<const char*, std::int64_t, std::int64_t>{"chosen", capped.batch, at},
+        {"chosen + 1", capped.batch + 1, above}}) {
     JsonWriter j;
     j.field("batch", b);
     j.field("role", label);
     j.field("measured_peak_bytes", peak);
     j.field("predicted_peak_bytes", capped.predict(b));
     j.field("fits_budget", peak >= 0 && peak <= capped.budget);
-    const double err = peak > 0 ? static_cast<double>(capped.predict(b) - peak) / static_cast<double>(peak) : 0.0;
-    report.row({std::to_string(b) + " (" + label + ")", peak < 0 ? "out of memory" : bytes_text(peak),
-                bytes_text(capped.predict(b)), peak < 0 ? "-" : number_text(100 * err, 2) + "%",
-                peak >= 0 && peak <= capped.budget ? "fits" : "does not fit"},
-               j);
+    const double err =
+        peak > 0 ? static_cast<double>(capped.predict(b) - peak) / static_cast<double>(peak) : 0.0;
+    report.row(
+        {std::to_string(b) + " (" + label + ")", peak < 0 ? "out of memory" : bytes_text(peak),
+         bytes_text(capped.predict(b)), peak < 0 ? "-" : number_text(100 * err, 2) + "%",
+         peak >= 0 && peak <= capped.budget ? "fits" : "does not fit"},
+        j);
   }
-  report.note("fit from probes at 16 and 32: peak = " + bytes_text(static_cast<std::int64_t>(fit.fixed_bytes)) + " + " +
-              bytes_text(static_cast<std::int64_t>(fit.bytes_per_sample)) + " x batch; worst error over the measured "
-              "batches " + percent_text(worst));
-  report.note("simulated device: allocator capped at " + bytes_text(capacity) + " (" + number_text(capacity_mib, 0) +
-              " MiB above the " + bytes_text(in_use) + " in use); finder budget " + bytes_text(capped.budget) +
-              " (cap less 10% headroom); chose batch " + std::to_string(capped.batch) + ", predicted " +
-              bytes_text(capped.predicted_peak) + ", measured " + bytes_text(capped.measured_peak) + " (" +
-              percent_text(chosen_err) + "); batch + 1 " + (largest ? "does not fit: the choice is the largest" : "FITS"));
-  report.note("each step: SGD with momentum after a warm-up at batch 1, from an empty cache, random 1x28x28 inputs");
+  report.note("fit from probes at 16 and 32: peak = " +
+              bytes_text(static_cast<std::int64_t>(fit.fixed_bytes)) + " + " +
+              bytes_text(static_cast<std::int64_t>(fit.bytes_per_sample)) +
+              " x batch; worst error over the measured "
+              "batches " +
+              percent_text(worst));
+  report.note("simulated device: allocator capped at " + bytes_text(capacity) + " (" +
+              number_text(capacity_mib, 0) + " MiB above the " + bytes_text(in_use) +
+              " in use); finder budget " + bytes_text(capped.budget) +
+              " (cap less 10% headroom); chose batch " + std::to_string(capped.batch) +
+              ", predicted " + bytes_text(capped.predicted_peak) + ", measured " +
+              bytes_text(capped.measured_peak) + " (" + percent_text(chosen_err) + "); batch + 1 " +
+              (largest ? "does not fit: the choice is the largest" : "FITS"));
+  report.note(
+      "each step: SGD with momentum after a warm-up at batch 1, from an empty cache, random "
+      "1x28x28 inputs");
   JsonWriter& f = report.figures();
   f.field("model", cli.get("model"));
   f.field("fixed_bytes", fit.fixed_bytes);

@@ -18,8 +18,10 @@ namespace {
 std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) {
   auto s = std::make_shared<nn::Sequential>();
   for (int i = 0; i < blocks; ++i) {
-    s->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(i == 0 ? 3 : channels, channels, 3).padding(1).bias(false)));
-    s->push_back(std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
+    s->push_back(std::make_shared<nn::Conv2d>(
+        nn::Conv2dOptions(i == 0 ? 3 : channels, channels, 3).padding(1).bias(false)));
+    s->push_back(
+        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
   }
   s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
   s->push_back(std::make_shared<nn::Flatten>());
@@ -47,10 +49,12 @@ std::string signed_percent(double fraction) {
 }  // namespace
 
 int checkpoint_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "A training step (forward, cross-entropy, backward, SGD) of a deep conv net, plain and with\n"
-                  "checkpoint_sequential: peak allocated bytes, time per step (plain and checkpointed steps\n"
-                  "alternated, median), and the gradients compared bit for bit at one parameter and RNG state.");
+  CommandLine cli(
+      argv[0],
+      "A training step (forward, cross-entropy, backward, SGD) of a deep conv net, plain and with\n"
+      "checkpoint_sequential: peak allocated bytes, time per step (plain and checkpointed steps\n"
+      "alternated, median), and the gradients compared bit for bit at one parameter and RNG "
+      "state.");
   cli.option("blocks", "N", "conv 3x3 + BN-ReLU blocks", "20");
   cli.option("channels", "C", "channels of each block", "16");
   cli.option("size", "S", "input height and width", "32");
@@ -61,18 +65,23 @@ int checkpoint_lab(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   apply_common_options(cli);
   const double t0 = seconds_now();
-  const int blocks = static_cast<int>(cli.get_int("blocks")), segments = static_cast<int>(cli.get_int("segments"));
-  const std::int64_t channels = cli.get_int("channels"), size = cli.get_int("size"), batch = cli.get_int("batch-size");
+  const int blocks = static_cast<int>(cli.get_int("blocks")),
+            segments = static_cast<int>(cli.get_int("segments"));
+  const std::int64_t channels = cli.get_int("channels"), size = cli.get_int("size"),
+                     batch = cli.get_int("batch-size");
   const int repeats = static_cast<int>(cli.get_int("repeats"));
-  FRUGAL_CHECK(blocks >= 1 && channels >= 1 && size >= 1 && batch >= 1 && segments >= 1 && repeats >= 1,
-               "--blocks, --channels, --size, --batch-size, --segments and --repeats must be >= 1");
+  FRUGAL_CHECK(
+      blocks >= 1 && channels >= 1 && size >= 1 && batch >= 1 && segments >= 1 && repeats >= 1,
+      "--blocks, --channels, --size, --batch-size, --segments and --repeats must be >= 1");
 
   manual_seed(0);
   auto model = deep_convnet(blocks, channels);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
   const Tensor x = randn({batch, 3, size, size});
   const Tensor y = randint(0, 10, {batch});
-  const auto forward = [&](int k) { return k == 0 ? model->forward(x) : nn::checkpoint_sequential(*model, k, x); };
+  const auto forward = [&](int k) {
+    return k == 0 ? model->forward(x) : nn::checkpoint_sequential(*model, k, x);
+  };
   const auto step = [&](int k) {
     Tensor loss = cross_entropy(forward(k), y);
     sgd.zero_grad();
@@ -90,7 +99,8 @@ int checkpoint_lab(int argc, char** argv) {
   const std::vector<Tensor> plain_grads = grads_of(0), ckpt_grads = grads_of(segments);
   bool identical = true;
   for (std::size_t i = 0; i < plain_grads.size(); ++i)
-    identical = identical && std::memcmp(plain_grads[i].data_ptr(), ckpt_grads[i].data_ptr(), plain_grads[i].nbytes()) == 0;
+    identical = identical && std::memcmp(plain_grads[i].data_ptr(), ckpt_grads[i].data_ptr(),
+                                         plain_grads[i].nbytes()) == 0;
 
   // Peak of a steady-state step each (gradients and momentum live), then alternating timing.
   std::int64_t peak[2] = {0, 0};
@@ -121,30 +131,38 @@ int checkpoint_lab(int argc, char** argv) {
   const double saving = 1.0 - static_cast<double>(peak[1]) / static_cast<double>(peak[0]);
   const double overhead = median(wall_ratio) - 1.0, cpu_overhead = median(cpu_ratio) - 1.0;
 
-  Report report("checkpoint", std::to_string(blocks) + " conv blocks x " + std::to_string(channels) + " channels, " +
-                                  std::to_string(batch) + " x 3x" + std::to_string(size) + "x" + std::to_string(size) +
+  Report report("checkpoint", std::to_string(blocks) + " conv blocks x " +
+                                  std::to_string(channels) + " channels, " + std::to_string(batch) +
+                                  " x 3x" + std::to_string(size) + "x" + std::to_string(size) +
                                   ", one training step");
-  report.columns({"step", "peak allocated", "vs plain", "wall ms/step", "CPU ms/step", "time vs plain (wall, CPU)",
-                  "gradients"});
+  report.columns({"step", "peak allocated", "vs plain", "wall ms/step", "CPU ms/step",
+                  "time vs plain (wall, CPU)", "gradients"});
   for (int c = 0; c < 2; ++c) {
-    const std::string name = c == 0 ? "plain" : "checkpoint_sequential, " + std::to_string(segments) + " segments";
+    const std::string name =
+        c == 0 ? "plain" : "checkpoint_sequential, " + std::to_string(segments) + " segments";
     JsonWriter j;
     j.field("step", name);
     j.field("peak_allocated_bytes", peak[c]);
     j.field("ms_per_step", c == 0 ? plain_ms : ckpt_ms);
     j.field("cpu_ms_per_step", c == 0 ? plain_cpu : ckpt_cpu);
-    report.row({name, bytes_text(peak[c]), number_text(static_cast<double>(peak[c]) / static_cast<double>(peak[0]), 3) + "x",
-                number_text(c == 0 ? plain_ms : ckpt_ms, 1), number_text(c == 0 ? plain_cpu : ckpt_cpu, 1),
-                c == 0 ? "1.000x, 1.000x"
-                       : number_text(1 + overhead, 3) + "x, " + number_text(1 + cpu_overhead, 3) + "x",
-                c == 0 ? "reference" : (identical ? "identical (bit for bit)" : "DIFFERENT")},
-               j);
+    report.row(
+        {name, bytes_text(peak[c]),
+         number_text(static_cast<double>(peak[c]) / static_cast<double>(peak[0]), 3) + "x",
+         number_text(c == 0 ? plain_ms : ckpt_ms, 1), number_text(c == 0 ? plain_cpu : ckpt_cpu, 1),
+         c == 0 ? "1.000x, 1.000x"
+                : number_text(1 + overhead, 3) + "x, " + number_text(1 + cpu_overhead, 3) + "x",
+         c == 0 ? "reference" : (identical ? "identical (bit for bit)" : "DIFFERENT")},
+        j);
   }
-  report.note("peak down " + percent_text(saving) + " (target >= 40%: " + (saving >= 0.4 ? "met" : "MISSED") +
-              "); time " + signed_percent(overhead) + " wall, " + signed_percent(cpu_overhead) +
-              " process CPU (target <= +40%: " + (std::max(overhead, cpu_overhead) <= 0.4 ? "met" : "MISSED") +
-              "); median of the per-repeat ratios over " + std::to_string(repeats) + " alternating repeats");
-  report.note("wall time is disturbed by the other processes of a shared machine; process CPU time much less");
+  report.note("peak down " + percent_text(saving) + " (target >= 40%: " +
+              (saving >= 0.4 ? "met" : "MISSED") + "); time " + signed_percent(overhead) +
+              " wall, " + signed_percent(cpu_overhead) + " process CPU (target <= +40%: " +
+              (std::max(overhead, cpu_overhead) <= 0.4 ? "met" : "MISSED") +
+              "); median of the per-repeat ratios over " + std::to_string(repeats) +
+              " alternating repeats");
+  report.note(
+      "wall time is disturbed by the other processes of a shared machine; process CPU time much "
+      "less");
   JsonWriter& f = report.figures();
   f.field("plain_peak_bytes", peak[0]);
   f.field("checkpoint_peak_bytes", peak[1]);

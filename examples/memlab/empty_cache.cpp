@@ -46,10 +46,11 @@ Cost allocation_cost(std::int64_t numel, int repeats, bool empty_first) {
 }  // namespace
 
 int empty_cache_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "Reserved and allocated bytes after a training step, before and after empty_cache(),\n"
-                  "then the time of allocating (and writing) a tensor of --mib from the cache, against\n"
-                  "the same right after empty_cache() (a new segment each time); medians over --repeats.");
+  CommandLine cli(
+      argv[0],
+      "Reserved and allocated bytes after a training step, before and after empty_cache(),\n"
+      "then the time of allocating (and writing) a tensor of --mib from the cache, against\n"
+      "the same right after empty_cache() (a new segment each time); medians over --repeats.");
   cli.option("model", "NAME", "the model whose training step fills the cache", "cnn");
   cli.option("batch-size", "N", "batch of that step", "64");
   cli.option("mib", "MIB", "size of the tensor allocated afterwards", "64");
@@ -61,7 +62,8 @@ int empty_cache_lab(int argc, char** argv) {
   const std::int64_t batch = cli.get_int("batch-size");
   const int repeats = static_cast<int>(cli.get_int("repeats"));
   const double size_mib = cli.get_double("mib");
-  FRUGAL_CHECK(batch >= 1 && repeats >= 1 && size_mib > 0, "--batch-size, --repeats and --mib must be positive");
+  FRUGAL_CHECK(batch >= 1 && repeats >= 1 && size_mib > 0,
+               "--batch-size, --repeats and --mib must be positive");
   const auto numel = static_cast<std::int64_t>(size_mib * 1024 * 1024 / 4);
   auto& allocator = alloc::cpu_allocator();
 
@@ -84,16 +86,18 @@ int empty_cache_lab(int argc, char** argv) {
   const Cost cached = allocation_cost(numel, repeats, false);
   const Cost fresh = allocation_cost(numel, repeats, true);
 
-  Report report("empty-cache", cli.get("model") + " after one training step at batch " + std::to_string(batch) +
-                                   ", then a " + number_text(size_mib, 0) + " MiB tensor allocated and written");
-  report.columns({"moment", "allocated", "reserved", "new segments", "allocate (median)", "allocate + write (median)"});
+  Report report("empty-cache", cli.get("model") + " after one training step at batch " +
+                                   std::to_string(batch) + ", then a " + number_text(size_mib, 0) +
+                                   " MiB tensor allocated and written");
+  report.columns({"moment", "allocated", "reserved", "new segments", "allocate (median)",
+                  "allocate + write (median)"});
   {
     JsonWriter j;
     j.field("moment", "before empty_cache");
     j.field("allocated_bytes", allocated_before);
     j.field("reserved_bytes", reserved_before);
-    report.row({"after the step, before empty_cache()", bytes_text(allocated_before), bytes_text(reserved_before), "-",
-                "-", "-"},
+    report.row({"after the step, before empty_cache()", bytes_text(allocated_before),
+                bytes_text(reserved_before), "-", "-", "-"},
                j);
   }
   {
@@ -101,7 +105,9 @@ int empty_cache_lab(int argc, char** argv) {
     j.field("moment", "after empty_cache");
     j.field("allocated_bytes", allocated_after);
     j.field("reserved_bytes", reserved_after);
-    report.row({"after empty_cache()", bytes_text(allocated_after), bytes_text(reserved_after), "-", "-", "-"}, j);
+    report.row({"after empty_cache()", bytes_text(allocated_after), bytes_text(reserved_after), "-",
+                "-", "-"},
+               j);
   }
   for (const auto& [name, c] : {std::pair<const char*, const Cost&>{"from the cache", cached},
                                 {"right after empty_cache()", fresh}}) {
@@ -111,14 +117,19 @@ int empty_cache_lab(int argc, char** argv) {
     j.field("allocate_us", c.allocate_us);
     j.field("allocate_and_write_us", c.fill_us);
     report.row({std::string("allocate ") + number_text(size_mib, 0) + " MiB " + name, "-", "-",
-                std::to_string(c.new_segments) + " of " + std::to_string(repeats), number_text(c.allocate_us, 1) + " us",
-                number_text(c.fill_us, 1) + " us"},
+                std::to_string(c.new_segments) + " of " + std::to_string(repeats),
+                number_text(c.allocate_us, 1) + " us", number_text(c.fill_us, 1) + " us"},
                j);
   }
-  report.note("empty_cache() returned " + bytes_text(reserved_before - reserved_after) + " to the system; allocated "
-              "bytes are unchanged (" + (allocated_before == allocated_after ? "checked" : "CHANGED") + ")");
-  report.note("after empty_cache() every allocation needed a new segment (mmap) and its pages fault in on first write: " +
-              number_text(fresh.fill_us / std::max(cached.fill_us, 1e-3), 1) + "x the cached allocate + write");
+  report.note("empty_cache() returned " + bytes_text(reserved_before - reserved_after) +
+              " to the system; allocated "
+              "bytes are unchanged (" +
+              (allocated_before == allocated_after ? "checked" : "CHANGED") + ")");
+  report.note(
+      "after empty_cache() every allocation needed a new segment (mmap) and its pages fault in on "
+      "first write: " +
+      number_text(fresh.fill_us / std::max(cached.fill_us, 1e-3), 1) +
+      "x the cached allocate + write");
   report.note("times are wall clock on a shared machine: compare them within this run only");
   JsonWriter& f = report.figures();
   f.field("reserved_before_bytes", reserved_before);

@@ -16,8 +16,9 @@ Report::Report(std::string subcommand, std::string title)
     : subcommand_(std::move(subcommand)), title_(std::move(title)) {}
 
 void Report::row(std::vector<std::string> cells, const JsonWriter& json) {
-  FRUGAL_CHECK(cells.size() == headers_.size(), "memlab report: a row of " + std::to_string(cells.size()) +
-                                                    " cells under " + std::to_string(headers_.size()) + " columns");
+  FRUGAL_CHECK(cells.size() == headers_.size(), "memlab report: a row of " +
+                                                    std::to_string(cells.size()) + " cells under " +
+                                                    std::to_string(headers_.size()) + " columns");
   cells_.push_back(std::move(cells));
   rows_json_.push_back(json.str());
 }
@@ -76,7 +77,9 @@ void apply_common_options(const CommandLine& cli) {
   kernels::cpu::set_num_threads(static_cast<int>(threads));
 }
 
-std::int64_t allocated_now() { return alloc::cpu_allocator().stats().allocated_bytes.all().current; }
+std::int64_t allocated_now() {
+  return alloc::cpu_allocator().stats().allocated_bytes.all().current;
+}
 std::int64_t allocated_peak() { return alloc::cpu_allocator().stats().allocated_bytes.all().peak; }
 std::int64_t reserved_now() { return alloc::cpu_allocator().stats().reserved_bytes.all().current; }
 void reset_peak() { alloc::cpu_allocator().reset_peak_memory_stats(); }
@@ -120,8 +123,9 @@ double evaluate(nn::Module& model, const data::MnistDataset& test, const train::
   return static_cast<double>(correct) / static_cast<double>(test.size());
 }
 
-TrainResult train_and_evaluate(nn::Module& model, const data::MnistDataset& train, const data::MnistDataset& test,
-                               std::int64_t steps, std::int64_t batch, const train::AmpMode& amp) {
+TrainResult train_and_evaluate(nn::Module& model, const data::MnistDataset& train,
+                               const data::MnistDataset& test, std::int64_t steps,
+                               std::int64_t batch, const train::AmpMode& amp) {
   FRUGAL_CHECK(steps >= 1 && batch >= 1 && batch <= train.size(),
                "training: steps must be >= 1 and the batch between 1 and the training set's size");
   optim::SGD sgd(model.parameters(), optim::SGDOptions(0.05).momentum(0.9));
@@ -134,15 +138,18 @@ TrainResult train_and_evaluate(nn::Module& model, const data::MnistDataset& trai
   for (std::int64_t s = 0; s < steps; ++s) {
     if (s == 1) t0 = seconds_now();  // the first step (caches carved, pages touched) is not timed
     const std::int64_t start = (s * batch) % (train.size() - batch + 1);
-    const train::StepResult step = train::train_step(model, sgd, scaler, amp, train.images(start, batch),
-                                                     train.labels.narrow(0, start, batch), 1);
+    const train::StepResult step =
+        train::train_step(model, sgd, scaler, amp, train.images(start, batch),
+                          train.labels.narrow(0, start, batch), 1);
     losses.push_back(step.loss_sum / static_cast<double>(batch));
     bar.update(static_cast<std::uint64_t>(s + 1));
   }
-  r.seconds_per_step = (seconds_now() - t0) / static_cast<double>(std::max<std::int64_t>(1, steps - 1));
+  r.seconds_per_step =
+      (seconds_now() - t0) / static_cast<double>(std::max<std::int64_t>(1, steps - 1));
   bar.finish();
   const std::size_t tail = std::min<std::size_t>(20, losses.size());
-  for (std::size_t i = losses.size() - tail; i < losses.size(); ++i) r.last_loss += losses[i] / static_cast<double>(tail);
+  for (std::size_t i = losses.size() - tail; i < losses.size(); ++i)
+    r.last_loss += losses[i] / static_cast<double>(tail);
   r.test_accuracy = evaluate(model, test, amp);
   return r;
 }

@@ -61,8 +61,9 @@ struct TrainResult {
 };
 // `steps` SGD (momentum 0.9, lr 0.05) steps of frugal-train's train_step at `batch` over the
 // training set in order, then accuracy on `test` (under the same autocast).
-TrainResult train_and_evaluate(nn::Module& model, const data::MnistDataset& train, const data::MnistDataset& test,
-                               std::int64_t steps, std::int64_t batch, const train::AmpMode& amp = {});
+TrainResult train_and_evaluate(nn::Module& model, const data::MnistDataset& train,
+                               const data::MnistDataset& test, std::int64_t steps,
+                               std::int64_t batch, const train::AmpMode& amp = {});
 double evaluate(nn::Module& model, const data::MnistDataset& test, const train::AmpMode& amp = {});
 
 }  // namespace frugal::memlab

@@ -20,7 +20,8 @@ struct LoopResult {
   std::int64_t allocated_start = 0, allocated_end = 0, rss_start = 0, rss_end = 0;
 };
 
-LoopResult run_loop(bool leaking, std::int64_t epochs, std::int64_t steps, std::int64_t batch, bool stop_at_warning) {
+LoopResult run_loop(bool leaking, std::int64_t epochs, std::int64_t steps, std::int64_t batch,
+                    bool stop_at_warning) {
   auto& allocator = alloc::cpu_allocator();
   manual_seed(0);
   auto model = nn::make_model("mlp");
@@ -29,7 +30,8 @@ LoopResult run_loop(bool leaking, std::int64_t epochs, std::int64_t steps, std::
   const Tensor labels = randint(0, 10, {steps * batch});
   std::vector<Tensor> kept_scores;  // the leak: tensors that still require grad
   double score_sum = 0;             // the correct way: numbers
-  monitor::LeakWatch watch({}, monitor::history_tag_provider(allocator, monitor::TagGrouping::kModule));
+  monitor::LeakWatch watch({},
+                           monitor::history_tag_provider(allocator, monitor::TagGrouping::kModule));
   LoopResult r;
   const monitor::MemorySample baseline = monitor::sample_memory(0, allocator);
   watch.observe(baseline);
@@ -67,21 +69,24 @@ LoopResult run_loop(bool leaking, std::int64_t epochs, std::int64_t steps, std::
 }  // namespace
 
 int leak_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "An mlp trained on random batches, scoring each batch: once keeping the scores as tensors\n"
-                  "with their graphs (a leak), once under NoGradGuard keeping numbers. monitor::LeakWatch\n"
-                  "(3 growing epochs, over 1 MiB and 1% each) samples allocated, reserved and RSS per epoch.");
+  CommandLine cli(
+      argv[0],
+      "An mlp trained on random batches, scoring each batch: once keeping the scores as tensors\n"
+      "with their graphs (a leak), once under NoGradGuard keeping numbers. monitor::LeakWatch\n"
+      "(3 growing epochs, over 1 MiB and 1% each) samples allocated, reserved and RSS per epoch.");
   cli.option("steps", "N", "steps per epoch", "20");
   cli.option("batch-size", "N", "images per step", "32");
-  cli.option("leak-epochs", "N", "epochs of the leaking loop at most (it stops at the first warning)", "6");
+  cli.option("leak-epochs", "N",
+             "epochs of the leaking loop at most (it stops at the first warning)", "6");
   cli.option("epochs", "N", "epochs of the correct loop", "20");
   add_common_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   apply_common_options(cli);
   const double t0 = seconds_now();
   const std::int64_t steps = cli.get_int("steps"), batch = cli.get_int("batch-size");
-  FRUGAL_CHECK(steps >= 1 && batch >= 1 && cli.get_int("leak-epochs") >= 1 && cli.get_int("epochs") >= 1,
-               "--steps, --batch-size, --leak-epochs and --epochs must be >= 1");
+  FRUGAL_CHECK(
+      steps >= 1 && batch >= 1 && cli.get_int("leak-epochs") >= 1 && cli.get_int("epochs") >= 1,
+      "--steps, --batch-size, --leak-epochs and --epochs must be >= 1");
   // The history attributes live bytes to modules, so a warning can name what grows.
   alloc::cpu_allocator().record_history(std::size_t{1} << 16);
   const LoopResult leak = run_loop(true, cli.get_int("leak-epochs"), steps, batch, true);
@@ -90,11 +95,12 @@ int leak_lab(int argc, char** argv) {
 
   Report report("leak", "mlp, " + std::to_string(steps) + " steps of " + std::to_string(batch) +
                             " per epoch, leak watch sampled once per epoch");
-  report.columns({"loop", "epochs run", "allocated start -> end", "RSS start -> end", "first warning at epoch",
-                  "warnings", "verdict"});
+  report.columns({"loop", "epochs run", "allocated start -> end", "RSS start -> end",
+                  "first warning at epoch", "warnings", "verdict"});
   const bool caught = leak.first_warning_epoch >= 1 && leak.first_warning_epoch <= 3;
   const bool quiet = correct.warnings == 0;
-  for (const auto& [name, r, ok] : {std::tuple<const char*, const LoopResult&, bool>{"leaking (keeps score tensors)", leak, caught},
+  for (const auto& [name, r, ok] : {std::tuple<const char*, const LoopResult&, bool>{
+                                        "leaking (keeps score tensors)", leak, caught},
                                     {"correct (NoGradGuard, .item())", correct, quiet}}) {
     JsonWriter j;
     j.field("loop", name);
@@ -106,9 +112,11 @@ int leak_lab(int argc, char** argv) {
     j.field("first_warning_epoch", r.first_warning_epoch);
     j.field("warnings", r.warnings);
     j.field("as_expected", ok);
-    report.row({name, std::to_string(r.epochs), bytes_text(r.allocated_start) + " -> " + bytes_text(r.allocated_end),
+    report.row({name, std::to_string(r.epochs),
+                bytes_text(r.allocated_start) + " -> " + bytes_text(r.allocated_end),
                 bytes_text(r.rss_start) + " -> " + bytes_text(r.rss_end),
-                r.first_warning_epoch < 0 ? "none" : std::to_string(r.first_warning_epoch), std::to_string(r.warnings),
+                r.first_warning_epoch < 0 ? "none" : std::to_string(r.first_warning_epoch),
+                std::to_string(r.warnings),
                 ok ? (&r == &leak ? "caught within 3 epochs" : "quiet") : "WRONG"},
                j);
   }

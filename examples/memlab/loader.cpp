@@ -42,15 +42,18 @@ void write_sources(const data::MnistDataset& set, const fs::path& root) {
   }
   fs::create_directories(root / "shards");
   data::ImageShape shape{.height = 28, .width = 28, .channels = 1};
-  data::ShardWriter shards((root / "shards" / "fashion").string(), data::ShardEncoding::Raw, shape, classes, 512);
+  data::ShardWriter shards((root / "shards" / "fashion").string(), data::ShardEncoding::Raw, shape,
+                           classes, 512);
   for (std::int64_t i = 0; i < set.size(); ++i) {
     const std::uint8_t* image = pixels + i * 28 * 28;
     std::vector<unsigned char> bytes;
     const auto append = [](void* context, void* data, int size) {
       auto* out = static_cast<std::vector<unsigned char>*>(context);
-      out->insert(out->end(), static_cast<unsigned char*>(data), static_cast<unsigned char*>(data) + size);
+      out->insert(out->end(), static_cast<unsigned char*>(data),
+                  static_cast<unsigned char*>(data) + size);
     };
-    FRUGAL_CHECK(stbi_write_png_to_func(append, &bytes, 28, 28, 1, image, 28), "cannot encode PNG " + std::to_string(i));
+    FRUGAL_CHECK(stbi_write_png_to_func(append, &bytes, 28, 28, 1, image, 28),
+                 "cannot encode PNG " + std::to_string(i));
     const fs::path path = root / "png" / std::to_string(labels[i]) / (std::to_string(i) + ".png");
     std::FILE* f = std::fopen(path.c_str(), "wb");
     FRUGAL_CHECK(f != nullptr, "cannot write " + path.string());
@@ -71,8 +74,8 @@ struct LoaderRun {
   std::int64_t rss = 0;       // after the run
 };
 
-LoaderRun run_loader(std::shared_ptr<const data::Dataset> dataset, int workers, bool pinned, std::int64_t batch,
-                     int epochs) {
+LoaderRun run_loader(std::shared_ptr<const data::Dataset> dataset, int workers, bool pinned,
+                     std::int64_t batch, int epochs) {
   data::DataLoaderOptions options;
   options.batch_size = batch;
   options.num_workers = workers;
@@ -100,26 +103,30 @@ LoaderRun run_loader(std::shared_ptr<const data::Dataset> dataset, int workers, 
 }  // namespace
 
 int loader_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "Writes the first --count Fashion-MNIST test images as a PNG ImageFolder tree and as raw\n"
-                  "shards into a temporary folder, then reads each with a DataLoader (ToTensor, Normalize)\n"
-                  "at 0 and 2 workers, pageable and pinned: images/s (median over --epochs), RSS after, and\n"
-                  "whether the pixels delivered match the source.");
+  CommandLine cli(
+      argv[0],
+      "Writes the first --count Fashion-MNIST test images as a PNG ImageFolder tree and as raw\n"
+      "shards into a temporary folder, then reads each with a DataLoader (ToTensor, Normalize)\n"
+      "at 0 and 2 workers, pageable and pinned: images/s (median over --epochs), RSS after, and\n"
+      "whether the pixels delivered match the source.");
   cli.option("count", "N", "images", "4096");
   cli.option("batch-size", "N", "images per batch", "64");
   cli.option("epochs", "N", "epochs per configuration", "3");
-  cli.option("dir", "PATH", "where to write the images (default: a new temporary folder, removed after)");
+  cli.option("dir", "PATH",
+             "where to write the images (default: a new temporary folder, removed after)");
   add_common_options(cli);
   if (!cli.parse(argc, argv)) return 0;
   apply_common_options(cli);
   const double t0 = seconds_now();
   const std::int64_t batch = cli.get_int("batch-size");
   const int epochs = static_cast<int>(cli.get_int("epochs"));
-  FRUGAL_CHECK(batch >= 1 && epochs >= 1 && cli.get_int("count") >= 1, "--count, --batch-size and --epochs must be >= 1");
+  FRUGAL_CHECK(batch >= 1 && epochs >= 1 && cli.get_int("count") >= 1,
+               "--count, --batch-size and --epochs must be >= 1");
   const data::MnistDataset set = load_fashion(data::Split::Test, cli.get_int("count"));
   const bool temporary = !cli.has("dir");
-  fs::path root = temporary ? fs::temp_directory_path() / ("frugal-memlab-loader-" + std::to_string(::getpid()))
-                            : fs::path(cli.get("dir"));
+  fs::path root =
+      temporary ? fs::temp_directory_path() / ("frugal-memlab-loader-" + std::to_string(::getpid()))
+                : fs::path(cli.get("dir"));
   fs::remove_all(root / "png");
   fs::remove_all(root / "shards");
   write_sources(set, root);
@@ -129,10 +136,12 @@ int loader_lab(int argc, char** argv) {
 
   data::Compose transform;
   transform.add(std::make_shared<data::ToTensor>());
-  transform.add(std::make_shared<data::Normalize>(std::vector<float>{static_cast<float>(data::kFashionMnistMean)},
-                                                  std::vector<float>{static_cast<float>(data::kFashionMnistStd)}));
-  Report report("loader", std::to_string(set.size()) + " Fashion-MNIST images, batch " + std::to_string(batch) +
-                              ", ToTensor + Normalize, " + std::to_string(epochs) + " epochs each");
+  transform.add(std::make_shared<data::Normalize>(
+      std::vector<float>{static_cast<float>(data::kFashionMnistMean)},
+      std::vector<float>{static_cast<float>(data::kFashionMnistStd)}));
+  Report report("loader", std::to_string(set.size()) + " Fashion-MNIST images, batch " +
+                              std::to_string(batch) + ", ToTensor + Normalize, " +
+                              std::to_string(epochs) + " epochs each");
   report.columns({"source", "workers", "pinned", "images/s", "RSS after", "same pixels as source"});
   const std::int64_t rss_start = monitor::process_memory_info().rss;
   bool all_match = true;
@@ -140,17 +149,20 @@ int loader_lab(int argc, char** argv) {
     for (const char* source : {"png", "shards"}) {
       std::shared_ptr<const data::Dataset> dataset;
       if (std::string(source) == "png")
-        dataset = std::make_shared<data::ImageFolder>((root / "png").string(),
-                                                      data::ImageFolderOptions{.channels = 1, .transform = transform});
+        dataset = std::make_shared<data::ImageFolder>(
+            (root / "png").string(),
+            data::ImageFolderOptions{.channels = 1, .transform = transform});
       else
-        dataset = std::make_shared<data::ShardDataset>(std::vector<std::string>{(root / "shards").string()},
-                                                       data::ShardDatasetOptions{.channels = 1, .transform = transform});
+        dataset = std::make_shared<data::ShardDataset>(
+            std::vector<std::string>{(root / "shards").string()},
+            data::ShardDatasetOptions{.channels = 1, .transform = transform});
       for (const int workers : {0, 2})
         for (const bool pinned : {false, true}) {
           const LoaderRun r = run_loader(dataset, workers, pinned, batch, epochs);
           // The source is normalised in double, Normalize in float: the sums differ in the
           // last digits (1e-6 per pixel at most), a wrong or missing image by far more.
-          const bool match = r.images == set.size() && std::abs(r.pixel_sum - expected) <= 1e-6 * pixels;
+          const bool match =
+              r.images == set.size() && std::abs(r.pixel_sum - expected) <= 1e-6 * pixels;
           all_match = all_match && match;
           JsonWriter j;
           j.field("source", source);
@@ -159,8 +171,9 @@ int loader_lab(int argc, char** argv) {
           j.field("images_per_sec", r.images_per_sec);
           j.field("rss_bytes", r.rss);
           j.field("pixels_match", match);
-          report.row({std::string(source) == "png" ? "PNG files" : "raw shards", std::to_string(workers),
-                      pinned ? "yes" : "no", number_text(r.images_per_sec, 0), bytes_text(r.rss), match ? "yes" : "NO"},
+          report.row({std::string(source) == "png" ? "PNG files" : "raw shards",
+                      std::to_string(workers), pinned ? "yes" : "no",
+                      number_text(r.images_per_sec, 0), bytes_text(r.rss), match ? "yes" : "NO"},
                      j);
         }
     }
@@ -169,12 +182,19 @@ int loader_lab(int argc, char** argv) {
     throw;
   }
   if (temporary) fs::remove_all(root);
-  report.note("RSS at the start of the table " + bytes_text(rss_start) + "; the Fashion-MNIST test set itself is in "
-              "memory; pinned buffers come from the pinned caching allocator (mlock'd on a CPU-only machine)");
-  report.note("same pixels: every image once per epoch, and the sum of the normalised pixels equals the source's "
-              "(within 1e-6 per pixel: float against double normalisation)");
-  report.note("images/s is wall clock on a shared machine: compare rows within this run only; at this size a shard "
-              "epoch lasts about a millisecond, so the shard rows are mostly noise (bench/loader.sh has steadier figures)");
+  report.note("RSS at the start of the table " + bytes_text(rss_start) +
+              "; the Fashion-MNIST test set itself is in "
+              "memory; pinned buffers come from the pinned caching allocator (mlock'd on a "
+              "CPU-only machine)");
+  report.note(
+      "same pixels: every image once per epoch, and the sum of the normalised pixels equals the "
+      "source's "
+      "(within 1e-6 per pixel: float against double normalisation)");
+  report.note(
+      "images/s is wall clock on a shared machine: compare rows within this run only; at this size "
+      "a shard "
+      "epoch lasts about a millisecond, so the shard rows are mostly noise (bench/loader.sh has "
+      "steadier figures)");
   report.figures().field("images", set.size());
   report.figures().field("all_pixels_match", all_match);
   report.figures().field("rss_start_bytes", rss_start);

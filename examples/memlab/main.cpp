@@ -19,16 +19,25 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"batch-size", memlab::batch_size_lab, "peak memory vs batch; the batch-size finder's prediction vs the truth"},
-    {"accumulate", memlab::accumulate_lab, "4 micro-batches of 32 vs one batch of 128: gradients and peak"},
-    {"empty-cache", memlab::empty_cache_lab, "reserved before/after empty_cache, and what the next allocation costs"},
-    {"amp", memlab::amp_lab, "float32 vs bfloat16 vs float16 autocast: peak memory, speed, accuracy"},
-    {"loader", memlab::loader_lab, "DataLoader workers 0/2, pinned or not, PNG vs shards: images/s and RSS"},
+    {"batch-size", memlab::batch_size_lab,
+     "peak memory vs batch; the batch-size finder's prediction vs the truth"},
+    {"accumulate", memlab::accumulate_lab,
+     "4 micro-batches of 32 vs one batch of 128: gradients and peak"},
+    {"empty-cache", memlab::empty_cache_lab,
+     "reserved before/after empty_cache, and what the next allocation costs"},
+    {"amp", memlab::amp_lab,
+     "float32 vs bfloat16 vs float16 autocast: peak memory, speed, accuracy"},
+    {"loader", memlab::loader_lab,
+     "DataLoader workers 0/2, pinned or not, PNG vs shards: images/s and RSS"},
     {"leak", memlab::leak_lab, "a leaking loop and a correct one under the leak watch"},
-    {"no-grad", memlab::no_grad_lab, "inference memory with autograd, NoGradGuard and InferenceMode"},
-    {"architectures", memlab::architectures_lab, "mlp vs cnn vs mobilenet: parameters, activations, accuracy"},
-    {"checkpoint", memlab::checkpoint_lab, "activation checkpointing: peak memory, time, identical gradients"},
-    {"monitor", memlab::monitor_lab, "memory_summary, the device view, the HTML report and TensorBoard files"},
+    {"no-grad", memlab::no_grad_lab,
+     "inference memory with autograd, NoGradGuard and InferenceMode"},
+    {"architectures", memlab::architectures_lab,
+     "mlp vs cnn vs mobilenet: parameters, activations, accuracy"},
+    {"checkpoint", memlab::checkpoint_lab,
+     "activation checkpointing: peak memory, time, identical gradients"},
+    {"monitor", memlab::monitor_lab,
+     "memory_summary, the device view, the HTML report and TensorBoard files"},
 };
 
 void print_help() {

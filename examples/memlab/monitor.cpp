@@ -56,10 +56,11 @@ std::int64_t check_event_file(const std::string& path) {
 }  // namespace
 
 int monitor_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "A few training steps with the allocator's memory history on and a TensorBoard writer;\n"
-                  "then memory_summary(), the device view, and the HTML memory report, its JSON snapshot\n"
-                  "and the event file written into --out (each read back and checked).");
+  CommandLine cli(
+      argv[0],
+      "A few training steps with the allocator's memory history on and a TensorBoard writer;\n"
+      "then memory_summary(), the device view, and the HTML memory report, its JSON snapshot\n"
+      "and the event file written into --out (each read back and checked).");
   cli.option("out", "DIR", "where to write the report and the TensorBoard files", "memlab-monitor");
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
   cli.option("steps", "N", "training steps", "5");
@@ -85,20 +86,23 @@ int monitor_lab(int argc, char** argv) {
     auto model = nn::make_model(cli.get("model"));
     optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
     for (std::int64_t s = 0; s < steps; ++s) {
-      Tensor loss = cross_entropy(model->forward(randn({batch, 1, 28, 28})), randint(0, 10, {batch}));
+      Tensor loss =
+          cross_entropy(model->forward(randn({batch, 1, 28, 28})), randint(0, 10, {batch}));
       sgd.zero_grad();
       loss.backward();
       sgd.step();
       writer.add_scalar("loss", loss.item<float>(), s);
       writer.add_scalar("memory/allocated", static_cast<double>(allocated_now()), s);
       writer.add_scalar("memory/reserved", static_cast<double>(reserved_now()), s);
-      writer.add_scalar("memory/host_rss", static_cast<double>(monitor::process_memory_info().rss), s);
+      writer.add_scalar("memory/host_rss", static_cast<double>(monitor::process_memory_info().rss),
+                        s);
     }
     writer.close();
     event_path = writer.file_path();
     events_written = writer.events_written();
   }
-  const std::string html = (out / "memory_report.html").string(), snapshot = (out / "memory_snapshot.json").string();
+  const std::string html = (out / "memory_report.html").string(),
+                    snapshot = (out / "memory_snapshot.json").string();
   alloc::write_memory_report(allocator, html);
   alloc::write_memory_snapshot(allocator, snapshot);
   const std::uint64_t history_events = allocator.memory_snapshot().events_recorded;
@@ -108,15 +112,19 @@ int monitor_lab(int argc, char** argv) {
 
   const std::int64_t records = check_event_file(event_path);
   const std::string page = read_file(html);
-  const bool page_ok = page.find("<html") != std::string::npos && page.find("http://") == std::string::npos &&
+  const bool page_ok = page.find("<html") != std::string::npos &&
+                       page.find("http://") == std::string::npos &&
                        page.find("https://") == std::string::npos;
   const std::string snap = read_file(snapshot);
-  const bool snapshot_ok = snap.find("\"segments\"") != std::string::npos && snap.find("\"device_traces\"") != std::string::npos;
+  const bool snapshot_ok = snap.find("\"segments\"") != std::string::npos &&
+                           snap.find("\"device_traces\"") != std::string::npos;
 
-  Report report("monitor", cli.get("model") + ", " + std::to_string(steps) + " training steps at batch " +
-                               std::to_string(batch) + ", memory history on");
+  Report report("monitor", cli.get("model") + ", " + std::to_string(steps) +
+                               " training steps at batch " + std::to_string(batch) +
+                               ", memory history on");
   report.columns({"output", "where", "size", "check"});
-  const auto add = [&](const std::string& what, const std::string& path, const std::string& check, bool ok) {
+  const auto add = [&](const std::string& what, const std::string& path, const std::string& check,
+                       bool ok) {
     JsonWriter j;
     j.field("output", what);
     j.field("path", path);
@@ -125,14 +133,19 @@ int monitor_lab(int argc, char** argv) {
     report.row({what, path, bytes_text(static_cast<std::int64_t>(fs::file_size(path))), check}, j);
   };
   add("HTML memory report", html,
-      page_ok ? std::to_string(history_events) + " history events; no network references" : "NOT a self-contained page",
+      page_ok ? std::to_string(history_events) + " history events; no network references"
+              : "NOT a self-contained page",
       page_ok);
-  add("memory snapshot (JSON)", snapshot, snapshot_ok ? "segments and device_traces (the events) present" : "MISSING fields", snapshot_ok);
+  add("memory snapshot (JSON)", snapshot,
+      snapshot_ok ? "segments and device_traces (the events) present" : "MISSING fields",
+      snapshot_ok);
   add("TensorBoard event file", event_path,
-      std::to_string(records) + " records, every CRC32C checked (" + std::to_string(events_written) + " events written)",
+      std::to_string(records) + " records, every CRC32C checked (" +
+          std::to_string(events_written) + " events written)",
       records == events_written);
   report.note("open the HTML report in any browser (no network needed); `tensorboard --logdir " +
-              (out / "tensorboard").string() + "` shows loss, memory/allocated, memory/reserved and memory/host_rss");
+              (out / "tensorboard").string() +
+              "` shows loss, memory/allocated, memory/reserved and memory/host_rss");
   report.note("device view: " + devices.str());
   if (!cli.has("json")) std::printf("%s\n", summary.c_str());
   JsonWriter& f = report.figures();

@@ -10,10 +10,11 @@
 namespace frugal::memlab {
 
 int no_grad_lab(int argc, char** argv) {
-  CommandLine cli(argv[0],
-                  "Peak allocated bytes of a forward pass in eval mode, and the bytes still held while its\n"
-                  "output lives, with autograd recording, under NoGradGuard and under InferenceMode; the\n"
-                  "outputs are compared bit for bit.");
+  CommandLine cli(
+      argv[0],
+      "Peak allocated bytes of a forward pass in eval mode, and the bytes still held while its\n"
+      "output lives, with autograd recording, under NoGradGuard and under InferenceMode; the\n"
+      "outputs are compared bit for bit.");
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
   cli.option("batch-size", "N", "images", "256");
   add_common_options(cli);
@@ -27,8 +28,10 @@ int no_grad_lab(int argc, char** argv) {
   model->eval();
   const Tensor x = randn({batch, 1, 28, 28});
 
-  Report report("no-grad", cli.get("model") + ", eval mode, forward of " + std::to_string(batch) + " images");
-  report.columns({"mode", "peak during forward", "held with the output", "peak vs autograd", "ms", "output identical"});
+  Report report("no-grad",
+                cli.get("model") + ", eval mode, forward of " + std::to_string(batch) + " images");
+  report.columns({"mode", "peak during forward", "held with the output", "peak vs autograd", "ms",
+                  "output identical"});
   {
     NoGradGuard warm_up;  // the first forward carves the cache and touches fresh pages: not timed
     model->forward(x);
@@ -56,7 +59,8 @@ int no_grad_lab(int argc, char** argv) {
       reference = out.detach().clone();
       base_peak = peak;
     }
-    const bool identical = std::memcmp(out.data_ptr(), reference.data_ptr(), reference.nbytes()) == 0;
+    const bool identical =
+        std::memcmp(out.data_ptr(), reference.data_ptr(), reference.nbytes()) == 0;
     JsonWriter j;
     j.field("mode", m);
     j.field("peak_bytes", peak);
@@ -64,17 +68,23 @@ int no_grad_lab(int argc, char** argv) {
     j.field("ms", ms);
     j.field("identical", identical);
     report.row({m, bytes_text(peak), bytes_text(held),
-                number_text(static_cast<double>(peak) / static_cast<double>(base_peak), 3) + "x", number_text(ms, 1),
-                identical ? "yes" : "NO"},
+                number_text(static_cast<double>(peak) / static_cast<double>(base_peak), 3) + "x",
+                number_text(ms, 1), identical ? "yes" : "NO"},
                j);
-    std::string key = m == "autograd on" ? "autograd" : (m == "NoGradGuard" ? "no_grad" : "inference_mode");
+    std::string key =
+        m == "autograd on" ? "autograd" : (m == "NoGradGuard" ? "no_grad" : "inference_mode");
     report.figures().field(key + "_peak_bytes", peak);
     report.figures().field(key + "_held_bytes", held);
     report.figures().field(key + "_identical", identical);
   }
-  report.note("bytes above what was allocated before the forward (the weights and the input are not counted)");
-  report.note("ms: wall clock of one forward each after an untimed warm-up forward, on a shared machine");
-  report.note("held with the output: with autograd on, the graph behind the output keeps the saved activations");
+  report.note(
+      "bytes above what was allocated before the forward (the weights and the input are not "
+      "counted)");
+  report.note(
+      "ms: wall clock of one forward each after an untimed warm-up forward, on a shared machine");
+  report.note(
+      "held with the output: with autograd on, the graph behind the output keeps the saved "
+      "activations");
   report.print(cli.has("json"), seconds_now() - t0);
   return 0;
 }

@@ -15,8 +15,8 @@ namespace {
 constexpr const char* kFormat = "frugal-train checkpoint v1";
 
 // A metadata entry; its absence is a frugal::Error naming the file.
-const std::string& meta_value(const std::map<std::string, std::string>& meta, const std::string& key,
-                              const std::string& path) {
+const std::string& meta_value(const std::map<std::string, std::string>& meta,
+                              const std::string& key, const std::string& path) {
   auto it = meta.find(key);
   FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
   return it->second;
@@ -54,8 +54,9 @@ void write_digest(const std::string& path, const nn::NamedTensors& tensors) {
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const amp::GradScaler& scaler, const TrainState& s) {
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const amp::GradScaler& scaler,
+                     const TrainState& s) {
   nn::NamedTensors tensors;
   for (const auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
   for (const auto& [name, t] : optimizer.state_dict()) tensors.emplace_back("optimizer." + name, t);
@@ -83,21 +84,24 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
   const data::SafetensorsFile file = data::load_safetensors(path);
   const auto& meta = file.metadata;
   auto get = [&](const std::string& key) { return meta_value(meta, key, path); };
-  FRUGAL_CHECK(get("format") == kFormat, path + ": not a frugal-train checkpoint (format '" + get("format") + "')");
+  FRUGAL_CHECK(get("format") == kFormat,
+               path + ": not a frugal-train checkpoint (format '" + get("format") + "')");
   TrainState s;
   s.model = get("model");
   s.optimizer = get("optimizer");
   s.lr_schedule = get("lr_schedule");
   FRUGAL_CHECK(s.model == expect.model, path + ": the checkpoint holds a '" + s.model +
                                             "' model but --model is '" + expect.model + "'");
-  FRUGAL_CHECK(s.optimizer == expect.optimizer, path + ": the checkpoint was made with --optimizer " +
-                                                    s.optimizer + " but this run uses " + expect.optimizer);
+  FRUGAL_CHECK(s.optimizer == expect.optimizer,
+               path + ": the checkpoint was made with --optimizer " + s.optimizer +
+                   " but this run uses " + expect.optimizer);
   // Checkpoints from before mixed precision have no "amp": they were float32 runs.
   s.amp = meta.count("amp") ? get("amp") : "off";
   FRUGAL_CHECK(s.amp == expect.amp, path + ": the checkpoint was made with --amp " + s.amp +
                                         " but this run uses --amp " + expect.amp);
-  FRUGAL_CHECK(s.lr_schedule == expect.lr_schedule, path + ": the checkpoint was made with --lr-schedule " +
-                                                        s.lr_schedule + " but this run uses " + expect.lr_schedule);
+  FRUGAL_CHECK(s.lr_schedule == expect.lr_schedule,
+               path + ": the checkpoint was made with --lr-schedule " + s.lr_schedule +
+                   " but this run uses " + expect.lr_schedule);
   s.epoch = parse_int(meta, "epoch", path);
   s.step_in_epoch = parse_int(meta, "step_in_epoch", path);
   s.global_step = parse_int(meta, "global_step", path);

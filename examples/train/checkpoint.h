@@ -26,8 +26,9 @@ struct TrainState {
 // Writes atomically (a run killed while saving leaves the previous file intact), and beside
 // it PATH.digest.json: dtype, shape and crc32 of every tensor as held in memory, for
 // bench/check_checkpoint.py to compare with what it reads from the file.
-void save_checkpoint(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     const amp::GradScaler& scaler, const TrainState& state);
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const amp::GradScaler& scaler,
+                     const TrainState& state);
 // Restores model, optimizer, scaler and the default generator; returns where training stood. A
 // file made for another model, optimizer, schedule or amp mode than `expect` names is a
 // frugal::Error saying so.

@@ -26,9 +26,11 @@ bool is_idx_dir(const fs::path& dir) {
 std::vector<std::string> shards_with_prefix(const fs::path& dir, const std::string& prefix) {
   std::vector<std::string> files;
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (it->path().extension() == ".frs" && name.rfind(prefix + "-", 0) == 0) files.push_back(it->path().string());
+    if (it->path().extension() == ".frs" && name.rfind(prefix + "-", 0) == 0)
+      files.push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -44,8 +46,9 @@ bool holds_shards(const fs::path& dir) {
 // What every image source does to a decoded image: to [0, 1], then Fashion-MNIST's mean/std.
 data::Compose normalise() {
   return data::Compose({std::make_shared<data::ToTensor>(),
-                        std::make_shared<data::Normalize>(std::vector<float>{static_cast<float>(data::kFashionMnistMean)},
-                                                          std::vector<float>{static_cast<float>(data::kFashionMnistStd)})});
+                        std::make_shared<data::Normalize>(
+                            std::vector<float>{static_cast<float>(data::kFashionMnistMean)},
+                            std::vector<float>{static_cast<float>(data::kFashionMnistStd)})});
 }
 
 // The original path: the idx data set in memory, batches gathered and normalised on the
@@ -64,7 +67,8 @@ class InMemorySource : public DataSource {
   void set_epoch(std::int64_t epoch) override { loader_.set_epoch(epoch); }
   std::int64_t num_batches() const override { return loader_.num_batches(); }
   data::Batch batch(std::int64_t index) override { return loader_.batch(index); }
-  void for_each_test_batch(std::int64_t batch_size, const std::function<void(const data::Batch&)>& fn) override {
+  void for_each_test_batch(std::int64_t batch_size,
+                           const std::function<void(const data::Batch&)>& fn) override {
     for (std::int64_t start = 0; start < test_.size(); start += batch_size) {
       const std::int64_t n = std::min(batch_size, test_.size() - start);
       fn({test_.images(start, n), test_.labels.narrow(0, start, n)});
@@ -79,12 +83,18 @@ class InMemorySource : public DataSource {
 // Any Dataset pair behind DataLoaders: workers, prefetch, pinned batches, skip-bad.
 class LoaderSource : public DataSource {
  public:
-  LoaderSource(std::string kind, std::shared_ptr<const data::Dataset> train, std::shared_ptr<const data::Dataset> test,
-               const DataSourceOptions& options)
-      : kind_(std::move(kind)), test_set_(test), options_(options),
-        train_(train, {.batch_size = options.batch_size, .shuffle = true, .seed = options.seed,
-                       .num_workers = options.workers, .prefetch = options.prefetch,
-                       .pin_memory = options.pin_memory, .persistent_workers = true,
+  LoaderSource(std::string kind, std::shared_ptr<const data::Dataset> train,
+               std::shared_ptr<const data::Dataset> test, const DataSourceOptions& options)
+      : kind_(std::move(kind)),
+        test_set_(test),
+        options_(options),
+        train_(train, {.batch_size = options.batch_size,
+                       .shuffle = true,
+                       .seed = options.seed,
+                       .num_workers = options.workers,
+                       .prefetch = options.prefetch,
+                       .pin_memory = options.pin_memory,
+                       .persistent_workers = true,
                        .skip_bad = options.skip_bad}) {}
   std::string kind() const override { return kind_; }
   std::int64_t train_size() const override { return train_.dataset().size(); }
@@ -104,9 +114,13 @@ class LoaderSource : public DataSource {
                                     " to the end of the epoch was skipped as bad");
     return std::move(*b);
   }
-  void for_each_test_batch(std::int64_t batch_size, const std::function<void(const data::Batch&)>& fn) override {
-    data::DataLoader test(test_set_, {.batch_size = batch_size, .shuffle = false, .num_workers = options_.workers,
-                                      .prefetch = options_.prefetch, .pin_memory = options_.pin_memory,
+  void for_each_test_batch(std::int64_t batch_size,
+                           const std::function<void(const data::Batch&)>& fn) override {
+    data::DataLoader test(test_set_, {.batch_size = batch_size,
+                                      .shuffle = false,
+                                      .num_workers = options_.workers,
+                                      .prefetch = options_.prefetch,
+                                      .pin_memory = options_.pin_memory,
                                       .skip_bad = options_.skip_bad});
     for (data::Batch& b : test) fn(b);
     test_skipped_ += test.skipped();
@@ -122,16 +136,19 @@ class LoaderSource : public DataSource {
   std::int64_t test_skipped_ = 0;
 };
 
-std::shared_ptr<const data::Dataset> open_split(const fs::path& dir, const std::vector<std::string>& shard_files,
-                                                 bool skip_bad, std::string& kind) {
+std::shared_ptr<const data::Dataset> open_split(const fs::path& dir,
+                                                const std::vector<std::string>& shard_files,
+                                                bool skip_bad, std::string& kind) {
   if (!shard_files.empty() || holds_shards(dir)) {
     kind = "shards";
-    return std::make_shared<data::ShardDataset>(shard_files.empty() ? std::vector<std::string>{dir.string()} : shard_files,
-                                                data::ShardDatasetOptions{.channels = 1, .transform = normalise()});
+    return std::make_shared<data::ShardDataset>(
+        shard_files.empty() ? std::vector<std::string>{dir.string()} : shard_files,
+        data::ShardDatasetOptions{.channels = 1, .transform = normalise()});
   }
   kind = "imagefolder";
   return std::make_shared<data::ImageFolder>(
-      dir.string(), data::ImageFolderOptions{.channels = 1, .transform = normalise(), .skip_bad = skip_bad});
+      dir.string(),
+      data::ImageFolderOptions{.channels = 1, .transform = normalise(), .skip_bad = skip_bad});
 }
 
 }  // namespace
@@ -141,7 +158,8 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
   std::error_code ec;
   FRUGAL_CHECK(fs::is_directory(dir, ec), "--data " + options.path + " is not a directory");
   if (is_idx_dir(dir)) {
-    if (options.workers == 0 && !options.pin_memory) return std::make_unique<InMemorySource>(options);
+    if (options.workers == 0 && !options.pin_memory)
+      return std::make_unique<InMemorySource>(options);
     const data::MnistDataset train = data::load_mnist(options.path, data::Split::Train);
     const data::MnistDataset test = data::load_mnist(options.path, data::Split::Test);
     return std::make_unique<LoaderSource>(
@@ -151,20 +169,24 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
   std::string kind, test_kind;
   if (fs::is_directory(dir / "train", ec)) {
     const fs::path test_dir = fs::is_directory(dir / "test", ec) ? dir / "test" : dir / "val";
-    FRUGAL_CHECK(fs::is_directory(test_dir, ec), "--data " + options.path + " has train/ but no test/ (or val/) beside it");
+    FRUGAL_CHECK(fs::is_directory(test_dir, ec),
+                 "--data " + options.path + " has train/ but no test/ (or val/) beside it");
     auto train = open_split(dir / "train", {}, options.skip_bad, kind);
     auto test = open_split(test_dir, {}, options.skip_bad, test_kind);
     return std::make_unique<LoaderSource>(kind, train, test, options);
   }
-  const auto train_shards = shards_with_prefix(dir, "train"), test_shards = shards_with_prefix(dir, "test");
+  const auto train_shards = shards_with_prefix(dir, "train"),
+             test_shards = shards_with_prefix(dir, "test");
   if (!train_shards.empty()) {
-    FRUGAL_CHECK(!test_shards.empty(), "--data " + options.path + " has train-*.frs shards but no test-*.frs");
+    FRUGAL_CHECK(!test_shards.empty(),
+                 "--data " + options.path + " has train-*.frs shards but no test-*.frs");
     auto train = open_split(dir, train_shards, options.skip_bad, kind);
     auto test = open_split(dir, test_shards, options.skip_bad, test_kind);
     return std::make_unique<LoaderSource>(kind, train, test, options);
   }
   throw Error("--data " + options.path +
-              " holds neither idx files (train-images-idx3-ubyte[.gz]), nor train/ and test/ directories (ImageFolder "
+              " holds neither idx files (train-images-idx3-ubyte[.gz]), nor train/ and test/ "
+              "directories (ImageFolder "
               "trees or shards), nor train-*.frs and test-*.frs shards");
 }
 

@@ -46,7 +46,8 @@ class DataSource {
   // there.
   virtual data::Batch batch(std::int64_t index) = 0;
   // Every test sample once, in order, in batches of at most `batch_size`.
-  virtual void for_each_test_batch(std::int64_t batch_size, const std::function<void(const data::Batch&)>& fn) = 0;
+  virtual void for_each_test_batch(std::int64_t batch_size,
+                                   const std::function<void(const data::Batch&)>& fn) = 0;
   // Samples left out by --skip-bad so far.
   virtual std::int64_t skipped() const { return 0; }
 };

@@ -8,13 +8,14 @@
 namespace frugal::train {
 
 void add_monitoring_options(CommandLine& cli) {
-  cli.option("tensorboard", "DIR",
-             "write TensorBoard scalars to DIR every step (memory, host RSS, loss, accuracy, images/s)");
+  cli.option(
+      "tensorboard", "DIR",
+      "write TensorBoard scalars to DIR every step (memory, host RSS, loss, accuracy, images/s)");
 }
 
-std::unique_ptr<monitor::TrainingMonitor> make_training_monitor(const CommandLine& cli, Device device,
-                                                                const alloc::CachingAllocator& allocator,
-                                                                std::int64_t first_epoch) {
+std::unique_ptr<monitor::TrainingMonitor> make_training_monitor(
+    const CommandLine& cli, Device device, const alloc::CachingAllocator& allocator,
+    std::int64_t first_epoch) {
   monitor::TrainingMonitorOptions options;
   if (cli.has("tensorboard")) options.tensorboard_dir = cli.get("tensorboard");
   options.cuda_device = device.is_cuda() ? std::max(0, device.index()) : -1;

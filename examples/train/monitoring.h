@@ -19,8 +19,8 @@ void add_monitoring_options(CommandLine& cli);
 
 // Always made: without --tensorboard it writes no file but still watches for leaks.
 // `first_epoch` is the number of epochs already done (a resumed run's).
-std::unique_ptr<monitor::TrainingMonitor> make_training_monitor(const CommandLine& cli, Device device,
-                                                                const alloc::CachingAllocator& allocator,
-                                                                std::int64_t first_epoch);
+std::unique_ptr<monitor::TrainingMonitor> make_training_monitor(
+    const CommandLine& cli, Device device, const alloc::CachingAllocator& allocator,
+    std::int64_t first_epoch);
 
 }  // namespace frugal::train

@@ -51,8 +51,8 @@ Tensor to_device(const Tensor& t, Device device) {
 }
 
 // Accuracy on the test set, in evaluation mode and without autograd.
-double evaluate(nn::Module& model, train::DataSource& source, std::int64_t batch_size, Device device,
-                const train::AmpMode& amp) {
+double evaluate(nn::Module& model, train::DataSource& source, std::int64_t batch_size,
+                Device device, const train::AmpMode& amp) {
   model.eval();
   InferenceMode no_graph;
   AutocastGuard autocast(device.type(), amp.dtype, amp.enabled());  // as in training
@@ -66,19 +66,22 @@ double evaluate(nn::Module& model, train::DataSource& source, std::int64_t batch
   return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
 }
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& parameters, double lr,
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name,
+                                                 const std::vector<Tensor>& parameters, double lr,
                                                  double momentum, double weight_decay) {
   if (name == "sgd")
-    return std::make_unique<optim::SGD>(parameters,
-                                        optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
+    return std::make_unique<optim::SGD>(
+        parameters, optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
   if (name == "adamw")
-    return std::make_unique<optim::AdamW>(parameters, optim::AdamWOptions(lr).weight_decay(weight_decay));
+    return std::make_unique<optim::AdamW>(parameters,
+                                          optim::AdamWOptions(lr).weight_decay(weight_decay));
   throw ConfigError("--optimizer must be sgd or adamw, got '" + name + "'");
 }
 
 // The learning-rate schedule, stepped after every optimizer step (so its "epochs" are steps):
 // none for "constant"; cosine decay from the base rate to 0 over all the run's steps.
-std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name, optim::Optimizer& optimizer,
+std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
+                                                  optim::Optimizer& optimizer,
                                                   std::int64_t total_steps) {
   if (name == "constant") return nullptr;
   if (name == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, total_steps);
@@ -101,23 +104,30 @@ int run(int argc, char** argv) {
   cli.option("momentum", "M", "SGD momentum", "0.9");
   cli.option("optimizer", "NAME", "sgd or adamw", "sgd");
   cli.option("weight-decay", "W", "weight decay (L2 for sgd, decoupled for adamw)", "0");
-  cli.option("lr-schedule", "NAME", "constant, or cosine (from --lr down to 0 over the run, set every step)",
-             "constant");
+  cli.option("lr-schedule", "NAME",
+             "constant, or cosine (from --lr down to 0 over the run, set every step)", "constant");
   cli.option("device", "DEVICE", "cpu, cuda or cuda:N", "cpu");
-  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (fp16 with dynamic loss scaling)", "off");
-  cli.option("accum", "K", "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
-  cli.flag("checkpoint-activations", "keep only segment inputs in forward, recompute the rest in backward");
+  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (fp16 with dynamic loss scaling)",
+             "off");
+  cli.option("accum", "K",
+             "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
+  cli.flag("checkpoint-activations",
+           "keep only segment inputs in forward, recompute the rest in backward");
   cli.option("checkpoint-segments", "N", "segments for --checkpoint-activations", "4");
-  cli.flag("auto-batch-size", "train with the largest batch whose step fits --memory-budget (batch-size finder)");
-  cli.option("memory-budget", "BYTES", "peak allocated bytes for --auto-batch-size, e.g. 512MiB (default: the "
+  cli.flag("auto-batch-size",
+           "train with the largest batch whose step fits --memory-budget (batch-size finder)");
+  cli.option("memory-budget", "BYTES",
+             "peak allocated bytes for --auto-batch-size, e.g. 512MiB (default: the "
              "allocator's limit)");
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
   cli.option("data", "DIR",
-             "Fashion-MNIST idx files, or train/ and test/ ImageFolder trees or .frs shards, or train-*.frs and\n"
+             "Fashion-MNIST idx files, or train/ and test/ ImageFolder trees or .frs shards, or "
+             "train-*.frs and\n"
              "test-*.frs shards (docs/data.md)",
              data::kDefaultFashionMnistDir);
-  cli.option("workers", "N", "data loader threads decoding and augmenting (0: on the training thread)", "0");
+  cli.option("workers", "N",
+             "data loader threads decoding and augmenting (0: on the training thread)", "0");
   cli.option("prefetch", "N", "batches the data loader makes ahead, at most", "2");
   cli.flag("pin-memory", "make batches in pinned memory (for non_blocking copies to a GPU)");
   cli.flag("skip-bad", "leave out damaged images (logged and counted) instead of stopping");
@@ -125,7 +135,8 @@ int run(int argc, char** argv) {
   cli.option("save", "PATH", "write a checkpoint after every epoch and at the end");
   cli.option("resume", "PATH", "continue from a checkpoint written by --save");
   cli.option("metrics-json", "PATH", "write the run's figures as JSON");
-  cli.option("memory-report", "PATH", "record the allocator's history and write its HTML memory timeline here");
+  cli.option("memory-report", "PATH",
+             "record the allocator's history and write its HTML memory timeline here");
   train::add_monitoring_options(cli);
   if (!cli.parse(argc, argv)) return 0;
 
@@ -133,35 +144,41 @@ int run(int argc, char** argv) {
   const std::string optimizer_name = cli.get("optimizer");
   const std::int64_t epochs = cli.get_int("epochs");
   std::int64_t batch_size = cli.get_int("batch-size");
-  const double lr = cli.has("lr") ? cli.get_double("lr") : (optimizer_name == "adamw" ? 1e-3 : 0.05);
+  const double lr =
+      cli.has("lr") ? cli.get_double("lr") : (optimizer_name == "adamw" ? 1e-3 : 0.05);
   const std::uint64_t seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
   FRUGAL_CHECK(epochs >= 1 && batch_size >= 1, "--epochs and --batch-size must be at least 1");
   FRUGAL_CHECK(!cli.has("max-steps") || max_steps >= 1, "--max-steps must be at least 1");
   const train::AmpMode amp = train::parse_amp(cli.get("amp"));
   const std::int64_t accum = cli.get_int("accum");
-  FRUGAL_CHECK(accum >= 1 && accum <= batch_size,
-               "--accum must be between 1 and --batch-size (" + std::to_string(batch_size) + "), got " +
-                   std::to_string(accum));
+  FRUGAL_CHECK(accum >= 1 && accum <= batch_size, "--accum must be between 1 and --batch-size (" +
+                                                      std::to_string(batch_size) + "), got " +
+                                                      std::to_string(accum));
   if (cli.has("threads")) kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   const Device requested(cli.get("device"));
-  auto& allocator = allocator_for(requested, "--device");  // the clear error for a missing GPU, first
+  auto& allocator =
+      allocator_for(requested, "--device");  // the clear error for a missing GPU, first
   // The last 200,000 allocator events (about 6 MiB of ring), tagged with op and module.
   if (cli.has("memory-report")) allocator.record_history(200000);
   const Device device = resolve_device(requested);
 
-  const auto source = train::DataSource::open({.path = cli.get("data"), .batch_size = batch_size, .seed = seed,
-                                               .workers = static_cast<int>(cli.get_int("workers")),
-                                               .prefetch = static_cast<int>(cli.get_int("prefetch")),
-                                               .pin_memory = cli.has("pin-memory"), .skip_bad = cli.has("skip-bad")});
+  const auto source =
+      train::DataSource::open({.path = cli.get("data"),
+                               .batch_size = batch_size,
+                               .seed = seed,
+                               .workers = static_cast<int>(cli.get_int("workers")),
+                               .prefetch = static_cast<int>(cli.get_int("prefetch")),
+                               .pin_memory = cli.has("pin-memory"),
+                               .skip_bad = cli.has("skip-bad")});
 
   manual_seed(seed);
   std::shared_ptr<nn::Sequential> model = nn::make_model(model_name);
   if (cli.has("checkpoint-activations"))  // same modules and parameters, recomputed in backward
     model = nn::checkpoint_segments(model, static_cast<int>(cli.get_int("checkpoint-segments")));
   model->to(device);  // before the optimizer takes the parameters
-  auto optimizer = make_optimizer(optimizer_name, model->parameters(), lr, cli.get_double("momentum"),
-                                  cli.get_double("weight-decay"));
+  auto optimizer = make_optimizer(optimizer_name, model->parameters(), lr,
+                                  cli.get_double("momentum"), cli.get_double("weight-decay"));
   // Loss scaling only where float16 needs it; bf16 and float32 step plainly.
   amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
   if (cli.has("auto-batch-size")) {
@@ -178,26 +195,31 @@ int run(int argc, char** argv) {
     const nn::BatchSizeResult found = nn::find_batch_size(
         *model,
         [&](const std::vector<Tensor>& params) {
-          return make_optimizer(optimizer_name, params, lr, cli.get_double("momentum"), cli.get_double("weight-decay"));
+          return make_optimizer(optimizer_name, params, lr, cli.get_double("momentum"),
+                                cli.get_double("weight-decay"));
         },
         [&](std::int64_t batch, optim::Optimizer& probe) {
           amp::GradScaler probe_scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
           const Tensor images = randn({batch, 1, 28, 28}, TensorOptions().device(device));
           const Tensor labels = randint(0, 10, {batch}, TensorOptions(kInt64).device(device));
-          train::train_step(*model, probe, probe_scaler, amp, images, labels, std::min(accum, batch));
+          train::train_step(*model, probe, probe_scaler, amp, images, labels,
+                            std::min(accum, batch));
         },
         budget);
     batch_size = found.batch;
     std::string probes;
     for (const auto& step : found.steps)
-      if (step.role == "probe") probes += (probes.empty() ? "" : " and ") + std::to_string(step.batch);
-    std::printf("batch-size finder: peak = %s + %s x batch (probes at %s); batch %lld, predicted %s, "
-                "measured %s, budget %s\n",
-                format_bytes(static_cast<std::int64_t>(found.fixed_bytes)).c_str(),
-                format_bytes(static_cast<std::int64_t>(found.bytes_per_sample)).c_str(), probes.c_str(),
-                static_cast<long long>(found.batch), format_bytes(found.predicted_peak).c_str(),
-                format_bytes(found.measured_peak).c_str(), format_bytes(found.budget).c_str());
-    FRUGAL_CHECK(accum <= batch_size, "--accum " + std::to_string(accum) + " is more than the batch the finder chose (" +
+      if (step.role == "probe")
+        probes += (probes.empty() ? "" : " and ") + std::to_string(step.batch);
+    std::printf(
+        "batch-size finder: peak = %s + %s x batch (probes at %s); batch %lld, predicted %s, "
+        "measured %s, budget %s\n",
+        format_bytes(static_cast<std::int64_t>(found.fixed_bytes)).c_str(),
+        format_bytes(static_cast<std::int64_t>(found.bytes_per_sample)).c_str(), probes.c_str(),
+        static_cast<long long>(found.batch), format_bytes(found.predicted_peak).c_str(),
+        format_bytes(found.measured_peak).c_str(), format_bytes(found.budget).c_str());
+    FRUGAL_CHECK(accum <= batch_size, "--accum " + std::to_string(accum) +
+                                          " is more than the batch the finder chose (" +
                                           std::to_string(batch_size) + ")");
   }
   train::TrainState state;
@@ -208,24 +230,31 @@ int run(int argc, char** argv) {
   state.seed = seed;
   if (cli.has("resume")) {
     state = train::load_checkpoint(cli.get("resume"), *model, *optimizer, scaler, state);
-    FRUGAL_CHECK(state.seed == seed, "--resume: the checkpoint was made with --seed " + std::to_string(state.seed) +
+    FRUGAL_CHECK(state.seed == seed, "--resume: the checkpoint was made with --seed " +
+                                         std::to_string(state.seed) +
                                          "; pass the same seed to continue the same run");
     std::fprintf(stderr, "resumed from %s at epoch %lld, step %lld\n", cli.get("resume").c_str(),
-                 static_cast<long long>(state.epoch + 1), static_cast<long long>(state.step_in_epoch));
+                 static_cast<long long>(state.epoch + 1),
+                 static_cast<long long>(state.step_in_epoch));
   }
 
-  const auto schedule = make_schedule(state.lr_schedule, *optimizer, epochs * source->num_batches());
-  if (schedule) schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
+  const auto schedule =
+      make_schedule(state.lr_schedule, *optimizer, epochs * source->num_batches());
+  if (schedule)
+    schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
 
-  std::printf("frugal-train: %s on %s, %lld parameters, %s lr %g (%s), batch %lld%s, amp %s, %d threads, %lld "
-              "train / %lld test images\n",
-              model_name.c_str(), device.str().c_str(), static_cast<long long>(model->parameter_count()),
-              optimizer_name.c_str(), lr, state.lr_schedule.c_str(), static_cast<long long>(batch_size),
-              accum > 1 ? (" in " + std::to_string(accum) + " micro-batches").c_str() : "", amp.name.c_str(),
-              kernels::cpu::get_num_threads(),
-              static_cast<long long>(source->train_size()), static_cast<long long>(source->test_size()));
-  std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(), source->kind().c_str(),
-              cli.get_int("workers"), cli.has("pin-memory") ? ", pinned batches" : "");
+  std::printf(
+      "frugal-train: %s on %s, %lld parameters, %s lr %g (%s), batch %lld%s, amp %s, %d threads, "
+      "%lld "
+      "train / %lld test images\n",
+      model_name.c_str(), device.str().c_str(), static_cast<long long>(model->parameter_count()),
+      optimizer_name.c_str(), lr, state.lr_schedule.c_str(), static_cast<long long>(batch_size),
+      accum > 1 ? (" in " + std::to_string(accum) + " micro-batches").c_str() : "",
+      amp.name.c_str(), kernels::cpu::get_num_threads(),
+      static_cast<long long>(source->train_size()), static_cast<long long>(source->test_size()));
+  std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(),
+              source->kind().c_str(), cli.get_int("workers"),
+              cli.has("pin-memory") ? ", pinned batches" : "");
   // TensorBoard scalars per step (--tensorboard), host memory and the leak watch per epoch.
   const auto training_monitor = train::make_training_monitor(cli, device, allocator, state.epoch);
   std::vector<EpochResult> results;
@@ -256,8 +285,9 @@ int run(int argc, char** argv) {
         break;
       }
       const data::Batch batch = source->batch(b);
-      const train::StepResult r = train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
-                                                    to_device(batch.target, device), accum);
+      const train::StepResult r =
+          train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
+                            to_device(batch.target, device), accum);
       if (schedule) schedule->step();
       skipped_steps += r.stepped ? 0 : 1;
       const std::int64_t n = batch.target.size(0);
@@ -269,15 +299,17 @@ int run(int argc, char** argv) {
       const double elapsed = seconds_since(t0);
       char status[160];
       std::snprintf(status, sizeof status, "loss %.4f acc %.2f%% %.0f img/s mem %s / %s",
-                    loss_sum / static_cast<double>(seen), 100.0 * static_cast<double>(correct) / static_cast<double>(seen),
+                    loss_sum / static_cast<double>(seen),
+                    100.0 * static_cast<double>(correct) / static_cast<double>(seen),
                     static_cast<double>(seen) / std::max(elapsed, 1e-9),
                     format_bytes(static_cast<std::int64_t>(allocator.memory_allocated())).c_str(),
                     format_bytes(static_cast<std::int64_t>(allocator.memory_reserved())).c_str());
       bar.update(static_cast<std::uint64_t>(b + 1), status);
-      training_monitor->on_step(state.global_step,
-                                {.loss = r.loss_sum / static_cast<double>(n),
-                                 .accuracy = static_cast<double>(r.correct) / static_cast<double>(n),
-                                 .images_per_sec = static_cast<double>(seen) / std::max(elapsed, 1e-9)});
+      training_monitor->on_step(
+          state.global_step,
+          {.loss = r.loss_sum / static_cast<double>(n),
+           .accuracy = static_cast<double>(r.correct) / static_cast<double>(n),
+           .images_per_sec = static_cast<double>(seen) / std::max(elapsed, 1e-9)});
     }
     bar.finish();
     const double epoch_seconds = seconds_since(t0);
@@ -290,11 +322,13 @@ int run(int argc, char** argv) {
                         static_cast<double>(seen) / epoch_seconds};
     results.push_back(r);
     training_monitor->on_epoch_end(r.epoch, state.global_step, test_accuracy);
-    std::printf("epoch %lld: train loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.0f img/s, "
-                "peak allocated %s, reserved %s\n",
-                static_cast<long long>(r.epoch), r.train_loss, 100 * r.train_accuracy, 100 * r.test_accuracy,
-                r.images_per_sec, format_bytes(allocator.stats().allocated_bytes.all().peak).c_str(),
-                format_bytes(static_cast<std::int64_t>(allocator.memory_reserved())).c_str());
+    std::printf(
+        "epoch %lld: train loss %.4f, train accuracy %.2f%%, test accuracy %.2f%%, %.0f img/s, "
+        "peak allocated %s, reserved %s\n",
+        static_cast<long long>(r.epoch), r.train_loss, 100 * r.train_accuracy,
+        100 * r.test_accuracy, r.images_per_sec,
+        format_bytes(allocator.stats().allocated_bytes.all().peak).c_str(),
+        format_bytes(static_cast<std::int64_t>(allocator.memory_reserved())).c_str());
     std::fflush(stdout);
     if (stopped_early) break;
     ++state.epoch;  // a resume from this checkpoint starts the next epoch
@@ -308,12 +342,16 @@ int run(int argc, char** argv) {
     std::printf("memory report: %s\n", cli.get("memory-report").c_str());
   }
   const auto stats = allocator.stats();
-  const double images_per_sec = train_seconds > 0 ? static_cast<double>(train_images) / train_seconds : 0;
-  std::printf("done: %lld steps, test accuracy %.2f%%, %.0f train img/s, peak allocated %s, peak reserved %s, "
-              "peak RSS %s\n",
-              static_cast<long long>(state.global_step), 100 * test_accuracy, images_per_sec,
-              format_bytes(stats.allocated_bytes.all().peak).c_str(),
-              format_bytes(stats.reserved_bytes.all().peak).c_str(), format_bytes(peak_rss_bytes()).c_str());
+  const double images_per_sec =
+      train_seconds > 0 ? static_cast<double>(train_images) / train_seconds : 0;
+  std::printf(
+      "done: %lld steps, test accuracy %.2f%%, %.0f train img/s, peak allocated %s, peak reserved "
+      "%s, "
+      "peak RSS %s\n",
+      static_cast<long long>(state.global_step), 100 * test_accuracy, images_per_sec,
+      format_bytes(stats.allocated_bytes.all().peak).c_str(),
+      format_bytes(stats.reserved_bytes.all().peak).c_str(),
+      format_bytes(peak_rss_bytes()).c_str());
   if (cli.has("metrics-json")) {
     JsonWriter j;
     j.field("model", model_name);

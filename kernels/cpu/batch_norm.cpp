@@ -359,9 +359,10 @@ void batch_norm_backward_eval(const T* grad_y, const T* x, const compute_t<T>* w
 }
 
 #define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
-  template void batch_norm_forward_train<T>(                                                       \
-      const T*, const compute_t<T>*, const compute_t<T>*, compute_t<T>*, compute_t<T>*,            \
-      std::int64_t, std::int64_t, std::int64_t, double, double, T*, compute_t<T>*, compute_t<T>*, bool); \
+  template void batch_norm_forward_train<T>(const T*, const compute_t<T>*, const compute_t<T>*,    \
+                                            compute_t<T>*, compute_t<T>*, std::int64_t,            \
+                                            std::int64_t, std::int64_t, double, double, T*,        \
+                                            compute_t<T>*, compute_t<T>*, bool);                   \
   template void batch_norm_forward_eval<T>(const T*, const compute_t<T>*, const compute_t<T>*,     \
                                            const compute_t<T>*, const compute_t<T>*, std::int64_t, \
                                            std::int64_t, std::int64_t, double, T*, bool);          \

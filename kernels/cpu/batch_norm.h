@@ -25,7 +25,8 @@ template <class T>
 void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const compute_t<T>* bias,
                               compute_t<T>* running_mean, compute_t<T>* running_var, std::int64_t n,
                               std::int64_t c, std::int64_t hw, double momentum, double eps, T* y,
-                              compute_t<T>* save_mean, compute_t<T>* save_invstd, bool relu = false);
+                              compute_t<T>* save_mean, compute_t<T>* save_invstd,
+                              bool relu = false);
 
 // Normalises with the running statistics.
 template <class T>

@@ -72,7 +72,9 @@ namespace {
 std::atomic<std::int64_t> min_work_per_thread{std::int64_t{1} << 16};
 }  // namespace
 
-void set_conv_min_work_per_thread(std::int64_t macs) { min_work_per_thread = std::max<std::int64_t>(1, macs); }
+void set_conv_min_work_per_thread(std::int64_t macs) {
+  min_work_per_thread = std::max<std::int64_t>(1, macs);
+}
 std::int64_t conv_min_work_per_thread() { return min_work_per_thread; }
 
 namespace conv_detail {

@@ -169,14 +169,21 @@ inline std::int64_t work_units(const Conv2dParams& p) {
 // The grain of a parallel_for over units of `macs_per_unit` multiply-adds each: enough units
 // per chunk for conv_min_work_per_thread().
 inline std::int64_t unit_grain(std::int64_t macs_per_unit) {
-  return std::max<std::int64_t>(1, conv_min_work_per_thread() / std::max<std::int64_t>(1, macs_per_unit));
+  return std::max<std::int64_t>(
+      1, conv_min_work_per_thread() / std::max<std::int64_t>(1, macs_per_unit));
 }
 
 // Work units (what the slots split) per path and direction, capped by the work itself.
 inline std::int64_t im2col_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
 inline std::int64_t shifted_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
-inline std::int64_t pointwise_weight_units(const Conv2dParams& p) { return std::min(p.N, work_units(p)); }
-inline std::int64_t depthwise_plane_units(const Conv2dParams& p) { return std::min(p.N * p.C, work_units(p)); }
-inline std::int64_t depthwise_weight_units(const Conv2dParams& p) { return std::min(p.C, work_units(p)); }
+inline std::int64_t pointwise_weight_units(const Conv2dParams& p) {
+  return std::min(p.N, work_units(p));
+}
+inline std::int64_t depthwise_plane_units(const Conv2dParams& p) {
+  return std::min(p.N * p.C, work_units(p));
+}
+inline std::int64_t depthwise_weight_units(const Conv2dParams& p) {
+  return std::min(p.C, work_units(p));
+}
 
 }  // namespace frugal::kernels::cpu::conv_detail

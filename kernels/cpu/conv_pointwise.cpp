@@ -36,7 +36,8 @@ template <class T>
 Plan packed_plan(const Conv2dParams& p) {
   const Shape s(p);
   Plan plan;
-  if (use_flat_kernel<T>()) plan.acc = plan.layout.add_shared<float>(s.G * flat_correlate_packed_size(s.Og, s.Cg, 1));
+  if (use_flat_kernel<T>())
+    plan.acc = plan.layout.add_shared<float>(s.G * flat_correlate_packed_size(s.Og, s.Cg, 1));
   return plan;
 }
 
@@ -46,7 +47,10 @@ void pack_weights(const Conv2dParams& p, const T* weight, float* packed) {
   for (std::int64_t g = 0; g < s.G; ++g) {
     const T* wg = weight + g * s.Og * s.Cg;
     pack_flat_correlate_weights(
-        s.Og, s.Cg, 1, [&](std::int64_t o, std::int64_t c, std::int64_t) { return static_cast<float>(wg[o * s.Cg + c]); },
+        s.Og, s.Cg, 1,
+        [&](std::int64_t o, std::int64_t c, std::int64_t) {
+          return static_cast<float>(wg[o * s.Cg + c]);
+        },
         packed + g * flat_correlate_packed_size(s.Og, s.Cg, 1));
   }
 }
@@ -84,17 +88,19 @@ void pointwise_forward(const Conv2dParams& p, const T* input, const T* weight, c
       float* packed = ws.shared<float>(plan.acc);
       pack_weights(p, weight, packed);
       const std::int64_t zero = 0, per_group = flat_correlate_packed_size(s.Og, s.Cg, 1);
-      parallel_for(0, p.N * s.G, unit_grain(s.Og * s.Cg * s.HW), [&](std::int64_t u0, std::int64_t u1) {
-        for (std::int64_t u = u0; u < u1; ++u) {
-          const std::int64_t n = u / s.G, g = u % s.G;
-          T* out = output + (n * p.O + g * s.Og) * s.HW;
-          flat_correlate(s.Og, s.Cg, 1, &zero, packed + g * per_group, input + (n * p.C + g * s.Cg) * s.HW, s.HW,
-                         s.HW, out, s.HW);
-          if (bias)
-            for (std::int64_t o = 0; o < s.Og; ++o)
-              for (std::int64_t i = 0; i < s.HW; ++i) out[o * s.HW + i] += bias[g * s.Og + o];
-        }
-      });
+      parallel_for(0, p.N * s.G, unit_grain(s.Og * s.Cg * s.HW),
+                   [&](std::int64_t u0, std::int64_t u1) {
+                     for (std::int64_t u = u0; u < u1; ++u) {
+                       const std::int64_t n = u / s.G, g = u % s.G;
+                       T* out = output + (n * p.O + g * s.Og) * s.HW;
+                       flat_correlate(s.Og, s.Cg, 1, &zero, packed + g * per_group,
+                                      input + (n * p.C + g * s.Cg) * s.HW, s.HW, s.HW, out, s.HW);
+                       if (bias)
+                         for (std::int64_t o = 0; o < s.Og; ++o)
+                           for (std::int64_t i = 0; i < s.HW; ++i)
+                             out[o * s.HW + i] += bias[g * s.Og + o];
+                     }
+                   });
       return;
     }
   }
@@ -145,7 +151,8 @@ void pointwise_backward_weight(const Conv2dParams& p, const T* grad_output, cons
         gemm<T>(false, true, s.Og, s.Cg, s.HW, T(1), gout, s.HW,
                 input + (n * p.C + g * s.Cg) * s.HW, s.HW, T(1), acc + g * s.Og * s.Cg, s.Cg);
         if (grad_bias)
-          for (std::int64_t o = 0; o < s.Og; ++o) bacc[g * s.Og + o] += run_sum(gout + o * s.HW, s.HW);
+          for (std::int64_t o = 0; o < s.Og; ++o)
+            bacc[g * s.Og + o] += run_sum(gout + o * s.HW, s.HW);
       }
     }
   });

@@ -76,7 +76,8 @@ void pad_sample(const Conv2dParams& p, const Geometry& g, const T* in, A* padded
 // Rows [oh0, oh1) of Og output planes into the padded-width layout, discarded columns zero
 // (the backward GEMMs read them, and zeros there contribute nothing).
 template <class T, class A>
-void widen_rows(const Geometry& g, const T* src, std::int64_t oh0, std::int64_t oh1, A* wide, std::int64_t planes) {
+void widen_rows(const Geometry& g, const T* src, std::int64_t oh0, std::int64_t oh1, A* wide,
+                std::int64_t planes) {
   const std::int64_t P = (oh1 - oh0) * g.Wp;
   for (std::int64_t o = 0; o < planes; ++o)
     for (std::int64_t oh = oh0; oh < oh1; ++oh) {
@@ -132,7 +133,8 @@ std::int64_t flat_weights_per_group(std::int64_t outs, std::int64_t ins, std::in
 }
 
 template <class T>
-void pack_flat_weights(const Conv2dParams& p, const Geometry& g, const T* weight, bool backward, float* packed) {
+void pack_flat_weights(const Conv2dParams& p, const Geometry& g, const T* weight, bool backward,
+                       float* packed) {
   const std::int64_t outs = backward ? g.Cg : g.Og, ins = backward ? g.Og : g.Cg;
   for (std::int64_t gi = 0; gi < g.G; ++gi) {
     const T* wg = weight + gi * g.Og * g.Cg * g.taps;
@@ -140,7 +142,8 @@ void pack_flat_weights(const Conv2dParams& p, const Geometry& g, const T* weight
         outs, ins, g.taps,
         [&](std::int64_t o, std::int64_t c, std::int64_t t) {
           // forward: output o from input c; backward: input gradient o from output gradient c
-          return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t] : wg[(o * g.Cg + c) * g.taps + t]);
+          return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t]
+                                             : wg[(o * g.Cg + c) * g.taps + t]);
         },
         packed + gi * flat_weights_per_group(outs, ins, g.taps));
   }
@@ -194,9 +197,10 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
   const Geometry g(p, sizeof(A));
   Plan plan;
   plan.flat = weight_grad ? use_flat_weight_kernel<T>(g) : use_flat_kernel<T>(g);
-  const std::int64_t tap_elems =
-      plan.flat ? g.G * std::max(flat_weights_per_group(g.Og, g.Cg, g.taps), flat_weights_per_group(g.Cg, g.Og, g.taps))
-                : p.O * g.Cg * g.taps;
+  const std::int64_t tap_elems = plan.flat
+                                     ? g.G * std::max(flat_weights_per_group(g.Og, g.Cg, g.taps),
+                                                      flat_weights_per_group(g.Cg, g.Og, g.taps))
+                                     : p.O * g.Cg * g.taps;
   if (!weight_grad) plan.taps = plan.layout.add_shared<A>(tap_elems);
   if (weight_grad && plan.flat) {
     const std::int64_t chunk = flat_weight_samples(p, g);
@@ -204,7 +208,8 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
     plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.Wp);
   } else {
     plan.padded = plan.layout.add_slot<A>(g.padded_elems());
-    plan.wide = plan.layout.add_slot<A>(plan.flat ? g.Og * g.margined_plane(p) : g.Og * g.tile_rows * g.Wp);
+    plan.wide =
+        plan.layout.add_slot<A>(plan.flat ? g.Og * g.margined_plane(p) : g.Og * g.tile_rows * g.Wp);
   }
   if (weight_grad) {
     plan.acc = plan.layout.add_slot<A>(p.O * g.Cg * g.taps);
@@ -254,7 +259,8 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
           if constexpr (std::is_same_v<A, float>) {
             if (plan.flat) {
-              flat_correlate(g.Og, g.Cg, g.taps, offsets.data(), taps + gi * flat_weights_per_group(g.Og, g.Cg, g.taps),
+              flat_correlate(g.Og, g.Cg, g.taps, offsets.data(),
+                             taps + gi * flat_weights_per_group(g.Og, g.Cg, g.taps),
                              padded + oh0 * g.Wp, g.plane, P, wide, P);
             }
           }
@@ -311,8 +317,10 @@ void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T
               widen_rows(g, gout + o * g.OH * g.OW, 0, g.OH, plane + front, 1);
               std::fill(plane + front + g.OH * g.Wp, plane + L, A(0));
             }
-            flat_correlate(g.Cg, g.Og, g.taps, offsets.data(), taps + gi * flat_weights_per_group(g.Cg, g.Og, g.taps),
-                           wide + front + p.pad_h * g.Wp, L, p.H * g.Wp, padded + p.pad_h * g.Wp, g.plane);
+            flat_correlate(g.Cg, g.Og, g.taps, offsets.data(),
+                           taps + gi * flat_weights_per_group(g.Cg, g.Og, g.taps),
+                           wide + front + p.pad_h * g.Wp, L, p.H * g.Wp, padded + p.pad_h * g.Wp,
+                           g.plane);
             copy_interior(p, g, padded, grad_input + (n * p.C + gi * g.Cg) * p.H * p.W);
             continue;
           }
@@ -353,7 +361,8 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
         // kernel per group, summing into acc laid out as grad_weight ([O][Cg][kH][kW]).
         std::vector<std::int64_t> offsets(9);
         for (std::int64_t t = 0; t < 9; ++t) offsets[t] = g.tap_offset(p, t, 0);
-        const std::int64_t in_sample = position_major_sample(g), out_sample = p.O * g.OH * g.Wp, P = g.OH * g.Wp;
+        const std::int64_t in_sample = position_major_sample(g), out_sample = p.O * g.OH * g.Wp,
+                           P = g.OH * g.Wp;
         const std::int64_t Cp = position_major_channels(g), in_group = (g.plane + g.slack) * Cp;
         const std::int64_t chunk = flat_weight_samples(p, g);
         for (std::int64_t c0 = n0; c0 < n1; c0 += chunk) {
@@ -363,11 +372,13 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
             pad_sample_position_major(p, g, input + n * p.C * p.H * p.W, padded + k * in_sample);
             widen_rows(g, grad_output + n * p.O * g.OH * g.OW, 0, g.OH, wide + k * out_sample, p.O);
             if (grad_bias)
-              for (std::int64_t o = 0; o < p.O; ++o) bacc[o] += run_sum(wide + k * out_sample + o * P, P);
+              for (std::int64_t o = 0; o < p.O; ++o)
+                bacc[o] += run_sum(wide + k * out_sample + o * P, P);
           }
           for (std::int64_t gi = 0; gi < g.G; ++gi)
-            flat_correlate_weight_grad(g.Og, g.Cg, offsets.data(), wide + gi * g.Og * P, P, out_sample,
-                                       padded + gi * in_group, Cp, in_sample, count, P, acc + gi * g.Og * g.Cg * 9);
+            flat_correlate_weight_grad(g.Og, g.Cg, offsets.data(), wide + gi * g.Og * P, P,
+                                       out_sample, padded + gi * in_group, Cp, in_sample, count, P,
+                                       acc + gi * g.Og * g.Cg * 9);
         }
         return;
       }
@@ -380,8 +391,8 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
           widen_rows(g, gout, oh0, oh1, wide, g.Og);
           for (std::int64_t t = 0; t < g.taps; ++t)
-            gemm<A>(false, true, g.Og, g.Cg, P, A(1), wide, P, padded + g.tap_offset(p, t, oh0), g.plane,
-                    A(1), acc + (gi * g.taps + t) * g.Og * g.Cg, g.Cg);
+            gemm<A>(false, true, g.Og, g.Cg, P, A(1), wide, P, padded + g.tap_offset(p, t, oh0),
+                    g.plane, A(1), acc + (gi * g.taps + t) * g.Og * g.Cg, g.Cg);
           if (grad_bias)
             for (std::int64_t o = 0; o < g.Og; ++o) bacc[gi * g.Og + o] += run_sum(wide + o * P, P);
         }

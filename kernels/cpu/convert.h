@@ -39,11 +39,13 @@ inline void narrow16(__m512 f, BFloat16* dst, __mmask16 m) {
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
   const __m512i rounded = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
   const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-  const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
+  const __m512i bits =
+      _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
   _mm256_mask_storeu_epi16(dst, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
 }
 inline void narrow16(__m512 f, Half* dst, __mmask16 m) {
-  _mm256_mask_storeu_epi16(dst, m, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm256_mask_storeu_epi16(dst, m,
+                           _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 }  // namespace convert_detail

@@ -17,8 +17,10 @@ void masked_scale(const T* x, const std::uint8_t* mask, double scale, T* out, st
 }
 
 template void masked_scale<float>(const float*, const std::uint8_t*, double, float*, std::int64_t);
-template void masked_scale<double>(const double*, const std::uint8_t*, double, double*, std::int64_t);
+template void masked_scale<double>(const double*, const std::uint8_t*, double, double*,
+                                   std::int64_t);
 template void masked_scale<Half>(const Half*, const std::uint8_t*, double, Half*, std::int64_t);
-template void masked_scale<BFloat16>(const BFloat16*, const std::uint8_t*, double, BFloat16*, std::int64_t);
+template void masked_scale<BFloat16>(const BFloat16*, const std::uint8_t*, double, BFloat16*,
+                                     std::int64_t);
 
 }  // namespace frugal::kernels::cpu

@@ -24,9 +24,9 @@ constexpr int kRows = static_cast<int>(kFlatCorrelateRows);
 // Rows is the number of output channels of this block that exist (the packed weights carry
 // zeros for the others, which are computed but not stored).
 template <int Rows>
-void block(std::int64_t C, std::int64_t taps, const std::int64_t* offsets, const float* w, const float* in,
-           std::int64_t in_stride, std::int64_t q0, __mmask16 m0, __mmask16 m1, float* out,
-           std::int64_t out_stride) {
+void block(std::int64_t C, std::int64_t taps, const std::int64_t* offsets, const float* w,
+           const float* in, std::int64_t in_stride, std::int64_t q0, __mmask16 m0, __mmask16 m1,
+           float* out, std::int64_t out_stride) {
   __m512 acc0[Rows], acc1[Rows];
 #pragma GCC unroll 16
   for (int r = 0; r < Rows; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
@@ -51,8 +51,9 @@ void block(std::int64_t C, std::int64_t taps, const std::int64_t* offsets, const
   }
 }
 
-using BlockFn = void (*)(std::int64_t, std::int64_t, const std::int64_t*, const float*, const float*,
-                         std::int64_t, std::int64_t, __mmask16, __mmask16, float*, std::int64_t);
+using BlockFn = void (*)(std::int64_t, std::int64_t, const std::int64_t*, const float*,
+                         const float*, std::int64_t, std::int64_t, __mmask16, __mmask16, float*,
+                         std::int64_t);
 
 template <int... R>
 constexpr BlockFn pick(int rows, std::integer_sequence<int, R...>) {
@@ -63,10 +64,10 @@ constexpr BlockFn pick(int rows, std::integer_sequence<int, R...>) {
 constexpr int kTaps = 9;
 
 template <int Rows>
-void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::int64_t* offsets, const float* gout,
-                  std::int64_t gout_stride, std::int64_t gout_sample_stride, const float* in_t,
-                  std::int64_t channel_stride, std::int64_t in_sample_stride, std::int64_t samples, std::int64_t Q,
-                  float* dw) {
+void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::int64_t* offsets,
+                  const float* gout, std::int64_t gout_stride, std::int64_t gout_sample_stride,
+                  const float* in_t, std::int64_t channel_stride, std::int64_t in_sample_stride,
+                  std::int64_t samples, std::int64_t Q, float* dw) {
   __m512 acc[Rows][kTaps];
 #pragma GCC unroll 4
   for (int r = 0; r < Rows; ++r)
@@ -101,25 +102,26 @@ void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::i
 
 }  // namespace
 
-void flat_correlate_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets, const float* gout,
-                                std::int64_t gout_stride, std::int64_t gout_sample_stride, const float* in_t,
-                                std::int64_t channel_stride, std::int64_t in_sample_stride, std::int64_t samples,
-                                std::int64_t Q, float* dw) {
+void flat_correlate_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
+                                const float* gout, std::int64_t gout_stride,
+                                std::int64_t gout_sample_stride, const float* in_t,
+                                std::int64_t channel_stride, std::int64_t in_sample_stride,
+                                std::int64_t samples, std::int64_t Q, float* dw) {
   constexpr std::int64_t kRowsW = 3;
   for (std::int64_t o0 = 0; o0 < O; o0 += kRowsW)
     for (std::int64_t c0 = 0; c0 < C; c0 += 16) {
       const std::int64_t rows = std::min(kRowsW, O - o0);
       auto* fn = rows == 3 ? &weight_block<3> : rows == 2 ? &weight_block<2> : &weight_block<1>;
-      fn(o0, c0, C, offsets, gout, gout_stride, gout_sample_stride, in_t, channel_stride, in_sample_stride, samples,
-         Q, dw);
+      fn(o0, c0, C, offsets, gout, gout_stride, gout_sample_stride, in_t, channel_stride,
+         in_sample_stride, samples, Q, dw);
     }
 }
 
 bool flat_correlate_available() { return __builtin_cpu_supports("avx512f"); }
 
 void flat_correlate(std::int64_t O, std::int64_t C, std::int64_t taps, const std::int64_t* offsets,
-                    const float* packed_weights, const float* in, std::int64_t in_stride, std::int64_t Q,
-                    float* out, std::int64_t out_stride) {
+                    const float* packed_weights, const float* in, std::int64_t in_stride,
+                    std::int64_t Q, float* out, std::int64_t out_stride) {
   for (std::int64_t o0 = 0; o0 < O; o0 += kRows) {
     const int rows = static_cast<int>(std::min<std::int64_t>(kRows, O - o0));
     const BlockFn fn = pick(rows, std::make_integer_sequence<int, kRows>());
@@ -127,7 +129,9 @@ void flat_correlate(std::int64_t O, std::int64_t C, std::int64_t taps, const std
     for (std::int64_t q0 = 0; q0 < Q; q0 += 32) {
       const std::int64_t left = Q - q0;
       const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
-      const auto m1 = static_cast<__mmask16>(left >= 32 ? 0xFFFF : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+      const auto m1 = static_cast<__mmask16>(left >= 32   ? 0xFFFF
+                                             : left <= 16 ? 0
+                                                          : (1u << (left - 16)) - 1);
       fn(C, taps, offsets, w, in, in_stride, q0, m0, m1, out + o0 * out_stride, out_stride);
     }
   }
@@ -137,11 +141,11 @@ void flat_correlate(std::int64_t O, std::int64_t C, std::int64_t taps, const std
 
 bool flat_correlate_available() { return false; }
 
-void flat_correlate(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*, const float*, const float*,
-                    std::int64_t, std::int64_t, float*, std::int64_t) {}
-void flat_correlate_weight_grad(std::int64_t, std::int64_t, const std::int64_t*, const float*, std::int64_t,
-                                std::int64_t, const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                float*) {}
+void flat_correlate(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*, const float*,
+                    const float*, std::int64_t, std::int64_t, float*, std::int64_t) {}
+void flat_correlate_weight_grad(std::int64_t, std::int64_t, const std::int64_t*, const float*,
+                                std::int64_t, std::int64_t, const float*, std::int64_t,
+                                std::int64_t, std::int64_t, std::int64_t, float*) {}
 
 #endif
 

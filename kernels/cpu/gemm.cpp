@@ -97,8 +97,8 @@ void gemm_split(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
         gemm_eigen(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b,
                    ldb, beta, c + lo * ldc, ldc);
       else  // columns lo..hi of op(B) and of C
-        gemm_eigen(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb,
-                   beta, c + lo, ldc);
+        gemm_eigen(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo,
+                   ldb, beta, c + lo, ldc);
     }
   });
 }
@@ -130,14 +130,16 @@ void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
           if (!trans_a) {
             to_float(a + (i0 + i) * lda + k0, at + i * kTileK, kb);
           } else {
-            for (std::int64_t p = 0; p < kb; ++p) at[i * kTileK + p] = static_cast<float>(a[(k0 + p) * lda + i0 + i]);
+            for (std::int64_t p = 0; p < kb; ++p)
+              at[i * kTileK + p] = static_cast<float>(a[(k0 + p) * lda + i0 + i]);
           }
         }
         for (std::int64_t p = 0; p < kb; ++p) {
           if (!trans_b) {
             to_float(b + (k0 + p) * ldb + j0, bt + p * kTileN, nb);
           } else {
-            for (std::int64_t j = 0; j < nb; ++j) bt[p * kTileN + j] = static_cast<float>(b[(j0 + j) * ldb + k0 + p]);
+            for (std::int64_t j = 0; j < nb; ++j)
+              bt[p * kTileN + j] = static_cast<float>(b[(j0 + j) * ldb + k0 + p]);
           }
         }
         ConstMap<float> am(at, mb, kb, Eigen::OuterStride<>(kTileK));

@@ -60,12 +60,14 @@ void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, floa
   });
 }
 
-template void sgd_step<float>(float*, const float*, float*, std::int64_t, double, double, double, double, bool, bool);
-template void sgd_step<double>(double*, const double*, double*, std::int64_t, double, double, double, double, bool, bool);
-template void adamw_step<float>(float*, const float*, float*, float*, std::int64_t, double, double, double, double,
-                                double, std::int64_t);
-template void adamw_step<double>(double*, const double*, double*, double*, std::int64_t, double, double, double,
-                                 double, double, std::int64_t);
+template void sgd_step<float>(float*, const float*, float*, std::int64_t, double, double, double,
+                              double, bool, bool);
+template void sgd_step<double>(double*, const double*, double*, std::int64_t, double, double,
+                               double, double, bool, bool);
+template void adamw_step<float>(float*, const float*, float*, float*, std::int64_t, double, double,
+                                double, double, double, std::int64_t);
+template void adamw_step<double>(double*, const double*, double*, double*, std::int64_t, double,
+                                 double, double, double, double, std::int64_t);
 template void non_finite_check_and_unscale<float>(float*, std::int64_t, float, float*);
 template void non_finite_check_and_unscale<double>(double*, std::int64_t, float, float*);
 

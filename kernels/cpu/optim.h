@@ -11,8 +11,9 @@ namespace frugal::kernels::cpu {
 // : buf; finally p -= lr * g. momentum_buffer may be null when momentum == 0.
 // T: float, double.
 template <class T>
-void sgd_step(T* param, const T* grad, T* momentum_buffer, std::int64_t n, double lr, double momentum,
-              double dampening, double weight_decay, bool nesterov, bool first_step);
+void sgd_step(T* param, const T* grad, T* momentum_buffer, std::int64_t n, double lr,
+              double momentum, double dampening, double weight_decay, bool nesterov,
+              bool first_step);
 
 // PyTorch's AdamW: p *= 1 - lr * weight_decay; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), t the step number (from 1).

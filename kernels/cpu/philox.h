@@ -15,7 +15,8 @@ struct Philox4x32 {
 };
 
 FRUGAL_HOST_DEVICE inline Philox4x32 philox(std::uint64_t seed, std::uint64_t counter) {
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
+  std::uint32_t c0 = static_cast<std::uint32_t>(counter),
+                c1 = static_cast<std::uint32_t>(counter >> 32);
   std::uint32_t c2 = 0, c3 = 0;
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {

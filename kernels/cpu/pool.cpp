@@ -27,11 +27,14 @@ std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t stride, std:
 
 // Planes per task: enough work per chunk that small tensors are not split at all.
 std::int64_t plane_grain(std::int64_t plane_elems) {
-  return std::max<std::int64_t>(1, (std::int64_t{1} << 15) / std::max<std::int64_t>(1, plane_elems));
+  return std::max<std::int64_t>(1,
+                                (std::int64_t{1} << 15) / std::max<std::int64_t>(1, plane_elems));
 }
 
 // ceil(a / b) for b > 0 and any sign of a.
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
 
 std::string describe(const Pool2dParams& p) {
   auto s = [](std::int64_t v) { return std::to_string(v); };
@@ -105,12 +108,15 @@ void max_pool_2x2_row(const T* r0, const T* r1, std::int64_t OW, T* out, std::ui
     const T* p1 = r1 + 2 * ow;
     const __m512 lo0 = load16(p0, m_lo), hi0 = load16(p0 + 16, m_hi);
     const __m512 lo1 = load16(p1, m_lo), hi1 = load16(p1 + 16, m_hi);
-    const __m512 a = _mm512_permutex2var_ps(lo0, even, hi0), b = _mm512_permutex2var_ps(lo0, odd, hi0);
-    const __m512 c = _mm512_permutex2var_ps(lo1, even, hi1), d = _mm512_permutex2var_ps(lo1, odd, hi1);
+    const __m512 a = _mm512_permutex2var_ps(lo0, even, hi0),
+                 b = _mm512_permutex2var_ps(lo0, odd, hi0);
+    const __m512 c = _mm512_permutex2var_ps(lo1, even, hi1),
+                 d = _mm512_permutex2var_ps(lo1, odd, hi1);
     __m512 best = a;
     __m512i k = _mm512_setzero_si512();
     auto take = [&](__m512 v, int at) {
-      const __mmask16 wins = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      const __mmask16 wins =
+          _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       best = _mm512_mask_blend_ps(wins, best, v);
       k = _mm512_mask_blend_epi32(wins, k, _mm512_set1_epi32(at));
     };
@@ -231,7 +237,8 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
 template <class T>
 void max_pool2d_forward_compact(const Pool2dParams& p, const T* input, T* output,
                                 std::uint8_t* window_index) {
-  FRUGAL_CHECK(p.kH * p.kW <= 256, "max_pool2d: a " + std::to_string(p.kH) + "x" + std::to_string(p.kW) +
+  FRUGAL_CHECK(p.kH * p.kW <= 256, "max_pool2d: a " + std::to_string(p.kH) + "x" +
+                                       std::to_string(p.kW) +
                                        " window has more places than a one-byte index holds");
   max_pool2d_forward_impl(p, input, output, window_index);
 }
@@ -292,8 +299,9 @@ void max_pool2d_backward_compact(const Pool2dParams& p, const T* grad_output,
         }
     }
   });
-  FRUGAL_CHECK(!bad_index.load(), "max_pool2d_backward: a window index points outside its window or the "
-                                  "input plane");
+  FRUGAL_CHECK(!bad_index.load(),
+               "max_pool2d_backward: a window index points outside its window or the "
+               "input plane");
 }
 
 namespace {
@@ -355,7 +363,8 @@ void avg_pool2d_backward(const Pool2dParams& p, const T* grad_output, T* grad_in
       T* gin = grad_input + u * HW;
       for (std::int64_t h = 0; h < p.H; ++h) {
         // Windows oh with oh*s - pad <= h < oh*s - pad + k.
-        const std::int64_t oh0 = std::max<std::int64_t>(0, ceil_div(h + p.pad_h - p.kH + 1, p.stride_h));
+        const std::int64_t oh0 =
+            std::max<std::int64_t>(0, ceil_div(h + p.pad_h - p.kH + 1, p.stride_h));
         const std::int64_t oh1 = std::min(OH, (h + p.pad_h) / p.stride_h + 1);
         for (std::int64_t w = 0; w < p.W; ++w) {
           const std::int64_t ow0 =
@@ -467,14 +476,15 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   });
 }
 
-#define FRUGAL_INSTANTIATE_POOL(T)                                                             \
-  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);       \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*); \
-  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*); \
-  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, T*); \
-  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                      \
-  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                     \
-  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);     \
+#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
+  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
+  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
+                                               T*);                                                \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
+  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
   template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
 FRUGAL_INSTANTIATE_POOL(float)
 FRUGAL_INSTANTIATE_POOL(double)

@@ -39,7 +39,8 @@ T narrow_half_open(double v, double lo, double hi) {
 }
 
 template <class T>
-void uniform(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, double lo, double hi) {
+void uniform(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, double lo,
+             double hi) {
   for_each_block(n, seed, offset, [&](std::int64_t j, double u0, double u1) {
     out[2 * j] = narrow_half_open<T>(lo + (hi - lo) * u0, lo, hi);
     if (2 * j + 1 < n) out[2 * j + 1] = narrow_half_open<T>(lo + (hi - lo) * u1, lo, hi);
@@ -47,7 +48,8 @@ void uniform(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, d
 }
 
 template <class T>
-void normal(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, double mean, double std) {
+void normal(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, double mean,
+            double std) {
   for_each_block(n, seed, offset, [&](std::int64_t j, double u0, double u1) {
     const double radius = std::sqrt(-2.0 * std::log1p(-u0));  // 1 - u0 is in (0, 1]
     const double angle = 2.0 * M_PI * u1;
@@ -56,7 +58,8 @@ void normal(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, do
   });
 }
 
-void bernoulli(std::uint8_t* mask, std::int64_t n, std::uint64_t seed, std::uint64_t offset, double keep) {
+void bernoulli(std::uint8_t* mask, std::int64_t n, std::uint64_t seed, std::uint64_t offset,
+               double keep) {
   for_each_block(n, seed, offset, [&](std::int64_t j, double u0, double u1) {
     mask[2 * j] = u0 < keep;
     if (2 * j + 1 < n) mask[2 * j + 1] = u1 < keep;

@@ -8,8 +8,9 @@ namespace frugal::kernels::cuda {
 
 // PyTorch's SGD (see cpu::sgd_step). momentum_buffer may be null when momentum == 0.
 template <class T>
-void sgd_step(T* param, const T* grad, T* momentum_buffer, std::int64_t n, double lr, double momentum,
-              double dampening, double weight_decay, bool nesterov, bool first_step);
+void sgd_step(T* param, const T* grad, T* momentum_buffer, std::int64_t n, double lr,
+              double momentum, double dampening, double weight_decay, bool nesterov,
+              bool first_step);
 
 // PyTorch's AdamW (see cpu::adamw_step); step counts from 1.
 template <class T>

@@ -226,12 +226,14 @@ void max_forward(const Pool2dParams& p, const T* input, T* output, Index* indice
   const Geom g = geom(p);
   const std::int64_t n = g.planes * g.OH * g.OW;
   if (n == 0) return;
-  max_forward_kernel<T, Index><<<blocks_for(n), kBlockSize, 0, stream()>>>(g, input, output, indices);
+  max_forward_kernel<T, Index>
+      <<<blocks_for(n), kBlockSize, 0, stream()>>>(g, input, output, indices);
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 
 template <class T, class Index>
-void max_backward(const Pool2dParams& p, const T* grad_output, const Index* indices, T* grad_input) {
+void max_backward(const Pool2dParams& p, const T* grad_output, const Index* indices,
+                  T* grad_input) {
   validate_pool2d(p, false);
   const Geom g = geom(p);
   const std::int64_t n = g.planes * g.H * g.W;
@@ -302,7 +304,8 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   validate_adaptive_pool2d(p);
   const std::int64_t n = p.N * p.C * p.H * p.W;
   if (n == 0) return;
-  adaptive_backward_kernel<T><<<blocks_for(n), kBlockSize, 0, stream()>>>(p, grad_output, grad_input);
+  adaptive_backward_kernel<T>
+      <<<blocks_for(n), kBlockSize, 0, stream()>>>(p, grad_output, grad_input);
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 

@@ -18,12 +18,15 @@ namespace {
 
 void check_options(const GradScalerOptions& o) {
   FRUGAL_CHECK(o.init_scale > 0 && std::isfinite(o.init_scale),
-               "GradScaler: init_scale must be a positive finite number, got " + std::to_string(o.init_scale));
-  FRUGAL_CHECK(o.growth_factor > 1.0, "GradScaler: growth_factor must be > 1, got " + std::to_string(o.growth_factor));
-  FRUGAL_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1.0,
-               "GradScaler: backoff_factor must be in (0, 1), got " + std::to_string(o.backoff_factor));
-  FRUGAL_CHECK(o.growth_interval >= 1,
-               "GradScaler: growth_interval must be >= 1, got " + std::to_string(o.growth_interval));
+               "GradScaler: init_scale must be a positive finite number, got " +
+                   std::to_string(o.init_scale));
+  FRUGAL_CHECK(o.growth_factor > 1.0,
+               "GradScaler: growth_factor must be > 1, got " + std::to_string(o.growth_factor));
+  FRUGAL_CHECK(
+      o.backoff_factor > 0 && o.backoff_factor < 1.0,
+      "GradScaler: backoff_factor must be in (0, 1), got " + std::to_string(o.backoff_factor));
+  FRUGAL_CHECK(o.growth_interval >= 1, "GradScaler: growth_interval must be >= 1, got " +
+                                           std::to_string(o.growth_interval));
 }
 
 }  // namespace
@@ -44,7 +47,8 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   OptimizerState& state = per_optimizer_[&optimizer];
   FRUGAL_CHECK(state.stage != Stage::kUnscaled,
                "GradScaler::unscale_: already called on this optimizer since the last update()");
-  FRUGAL_CHECK(state.stage != Stage::kStepped, "GradScaler::unscale_: called after step(); call update() first");
+  FRUGAL_CHECK(state.stage != Stage::kStepped,
+               "GradScaler::unscale_: called after step(); call update() first");
   // PyTorch computes 1 / scale in double and rounds it to float32 once.
   const double inv_scale = static_cast<float>(1.0 / scale_);
   // One flag per device, read back once when all gradients are queued.
@@ -104,7 +108,8 @@ void GradScaler::update() {
 void GradScaler::update(double new_scale) {
   if (!enabled_) return;
   FRUGAL_CHECK(new_scale > 0 && std::isfinite(new_scale),
-               "GradScaler::update: new_scale must be a positive finite number, got " + std::to_string(new_scale));
+               "GradScaler::update: new_scale must be a positive finite number, got " +
+                   std::to_string(new_scale));
   scale_ = new_scale;
   per_optimizer_.clear();
 }
@@ -126,8 +131,9 @@ void GradScaler::load_state_dict(const nn::NamedTensors& state) {
   auto find = [&](const char* name) -> const Tensor& {
     for (const auto& [key, value] : state)
       if (key == name) {
-        FRUGAL_CHECK(value.defined() && value.numel() == 1,
-                     std::string("GradScaler::load_state_dict: '") + name + "' must hold one value");
+        FRUGAL_CHECK(
+            value.defined() && value.numel() == 1,
+            std::string("GradScaler::load_state_dict: '") + name + "' must hold one value");
         return value;
       }
     throw Error(std::string("GradScaler::load_state_dict: '") + name + "' is missing");

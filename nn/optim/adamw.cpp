@@ -13,7 +13,8 @@ AdamW::AdamW(std::vector<Tensor> parameters, const AdamWOptions& o)
   FRUGAL_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1,
                "AdamW: betas must be in [0, 1), got " + std::to_string(o.beta1_) + " and " +
                    std::to_string(o.beta2_));
-  FRUGAL_CHECK(o.eps_ >= 0 && o.weight_decay_ >= 0, "AdamW: eps and weight_decay must be non-negative");
+  FRUGAL_CHECK(o.eps_ >= 0 && o.weight_decay_ >= 0,
+               "AdamW: eps and weight_decay must be non-negative");
 }
 
 void AdamW::step() {
@@ -27,9 +28,10 @@ void AdamW::step() {
     }
     ++steps_[i];
     dispatch_master(p.dtype(), "AdamW", [&]<class T>() {
-      FRUGAL_KERNEL(p.device(), adamw_step<T>)(p.data_ptr<T>(), g.data_ptr<T>(), exp_avg_[i].data_ptr<T>(),
-                                  exp_avg_sq_[i].data_ptr<T>(), p.numel(), lr_, options_.beta1_,
-                                  options_.beta2_, options_.eps_, options_.weight_decay_, steps_[i]);
+      FRUGAL_KERNEL(p.device(), adamw_step<T>)
+      (p.data_ptr<T>(), g.data_ptr<T>(), exp_avg_[i].data_ptr<T>(), exp_avg_sq_[i].data_ptr<T>(),
+       p.numel(), lr_, options_.beta1_, options_.beta2_, options_.eps_, options_.weight_decay_,
+       steps_[i]);
     });
     p.impl()->storage()->bump_version();
   }
@@ -52,19 +54,21 @@ void AdamW::load_state_dict(const nn::NamedTensors& state) {
   std::vector<std::int64_t> steps(parameters_.size(), 0);
   for (const auto& [name, t] : state) {
     const auto dot = name.find('.');
-    FRUGAL_CHECK(dot != std::string::npos, "AdamW.load_state_dict: unexpected entry '" + name + "'");
+    FRUGAL_CHECK(dot != std::string::npos,
+                 "AdamW.load_state_dict: unexpected entry '" + name + "'");
     const std::size_t i = std::stoul(name.substr(0, dot));
     const std::string field = name.substr(dot + 1);
-    FRUGAL_CHECK(i < parameters_.size(), "AdamW.load_state_dict: '" + name + "' names no parameter");
+    FRUGAL_CHECK(i < parameters_.size(),
+                 "AdamW.load_state_dict: '" + name + "' names no parameter");
     if (field == "step") {
       FRUGAL_CHECK(t.numel() == 1, "AdamW.load_state_dict: '" + name + "' must hold one value");
       steps[i] = t.item<std::int64_t>();
       continue;
     }
-    FRUGAL_CHECK((field == "exp_avg" || field == "exp_avg_sq") && t.sizes() == parameters_[i].sizes() &&
-                     t.dtype() == parameters_[i].dtype(),
-                 "AdamW.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
-                     " does not match parameter " + std::to_string(i));
+    FRUGAL_CHECK((field == "exp_avg" || field == "exp_avg_sq") &&
+                     t.sizes() == parameters_[i].sizes() && t.dtype() == parameters_[i].dtype(),
+                 "AdamW.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) +
+                     shape_string(t.sizes()) + " does not match parameter " + std::to_string(i));
     (field == "exp_avg" ? m : v)[i] = t.to(parameters_[i].device()).clone();  // checkpoints are CPU
   }
   exp_avg_ = std::move(m);

@@ -5,12 +5,14 @@
 
 namespace frugal::optim {
 
-Optimizer::Optimizer(std::vector<Tensor> parameters, double lr) : parameters_(std::move(parameters)) {
+Optimizer::Optimizer(std::vector<Tensor> parameters, double lr)
+    : parameters_(std::move(parameters)) {
   FRUGAL_CHECK(!parameters_.empty(), "optimizer got an empty parameter list");
   for (std::size_t i = 0; i < parameters_.size(); ++i)
-    FRUGAL_CHECK(parameters_[i].defined() && parameters_[i].is_leaf() && parameters_[i].is_floating_point(),
-                 "optimizer: parameter " + std::to_string(i) +
-                     " must be a floating-point leaf tensor (a module parameter)");
+    FRUGAL_CHECK(
+        parameters_[i].defined() && parameters_[i].is_leaf() && parameters_[i].is_floating_point(),
+        "optimizer: parameter " + std::to_string(i) +
+            " must be a floating-point leaf tensor (a module parameter)");
   set_lr(lr);
 }
 

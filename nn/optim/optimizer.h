@@ -41,7 +41,8 @@ class Optimizer {
   static void dispatch_master(ScalarType t, const char* op, const F& f) {
     if (t == kFloat32) return f.template operator()<float>();
     if (t == kFloat64) return f.template operator()<double>();
-    throw_unsupported_dtype(op, t, "float32 and float64 parameters (keep master weights in float32)");
+    throw_unsupported_dtype(op, t,
+                            "float32 and float64 parameters (keep master weights in float32)");
   }
 
   std::vector<Tensor> parameters_;

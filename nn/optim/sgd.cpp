@@ -25,10 +25,10 @@ void SGD::step() {
     const bool first = options_.momentum_ != 0 && !momentum_buffers_[i].defined();
     if (first) momentum_buffers_[i] = empty(p.sizes(), p.options());
     dispatch_master(p.dtype(), "SGD", [&]<class T>() {
-      FRUGAL_KERNEL(p.device(), sgd_step<T>)(p.data_ptr<T>(), g.data_ptr<T>(),
-                                options_.momentum_ != 0 ? momentum_buffers_[i].data_ptr<T>() : nullptr,
-                                p.numel(), lr_, options_.momentum_, options_.dampening_,
-                                options_.weight_decay_, options_.nesterov_, first);
+      FRUGAL_KERNEL(p.device(), sgd_step<T>)
+      (p.data_ptr<T>(), g.data_ptr<T>(),
+       options_.momentum_ != 0 ? momentum_buffers_[i].data_ptr<T>() : nullptr, p.numel(), lr_,
+       options_.momentum_, options_.dampening_, options_.weight_decay_, options_.nesterov_, first);
     });
     p.impl()->storage()->bump_version();
   }
@@ -37,7 +37,8 @@ void SGD::step() {
 nn::NamedTensors SGD::state_dict() const {
   nn::NamedTensors out;
   for (std::size_t i = 0; i < momentum_buffers_.size(); ++i)
-    if (momentum_buffers_[i].defined()) out.emplace_back(std::to_string(i) + ".momentum_buffer", momentum_buffers_[i]);
+    if (momentum_buffers_[i].defined())
+      out.emplace_back(std::to_string(i) + ".momentum_buffer", momentum_buffers_[i]);
   return out;
 }
 
@@ -50,8 +51,8 @@ void SGD::load_state_dict(const nn::NamedTensors& state) {
     const std::size_t i = std::stoul(name.substr(0, dot));
     FRUGAL_CHECK(i < parameters_.size() && t.sizes() == parameters_[i].sizes() &&
                      t.dtype() == parameters_[i].dtype(),
-                 "SGD.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) + shape_string(t.sizes()) +
-                     " does not match a parameter of this optimizer");
+                 "SGD.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) +
+                     shape_string(t.sizes()) + " does not match a parameter of this optimizer");
     loaded[i] = t.to(parameters_[i].device()).clone();  // a checkpoint holds CPU tensors
   }
   momentum_buffers_ = std::move(loaded);

@@ -47,7 +47,8 @@ TEST_CASE("large host segments are 2 MiB aligned, for transparent huge pages") {
 }
 
 TEST_CASE("an unmapped and remapped host granule reads back as fresh zero memory") {
-  CachingAllocator a(std::make_shared<HostBackend>(), AllocatorConfig::parse("expandable_segments:True"));
+  CachingAllocator a(std::make_shared<HostBackend>(),
+                     AllocatorConfig::parse("expandable_segments:True"));
   const Allocation x = a.allocate(4 * MiB);
   std::memset(x.ptr, 0xff, 4 * MiB);
   a.free(x);

@@ -83,7 +83,8 @@ TEST_CASE("mid-size requests get 20 MiB segments; large remainders split, small 
   CHECK(a.stats().reserved_bytes.all().current == 20 * MiB);
   const Allocation y = a.allocate(16 * MiB);  // fits the 17 MiB remainder
   CHECK(a.stats().segment.all().current == 1);
-  CHECK(reinterpret_cast<std::uintptr_t>(y.ptr) == reinterpret_cast<std::uintptr_t>(x.ptr) + 3 * MiB);
+  CHECK(reinterpret_cast<std::uintptr_t>(y.ptr) ==
+        reinterpret_cast<std::uintptr_t>(x.ptr) + 3 * MiB);
   // The last 1 MiB is not worth splitting off in the large pool: y took the whole rest.
   CHECK(a.stats().allocated_bytes.all().current == 20 * MiB);
   const Allocation z = a.allocate(19 * MiB + 512 * KiB);  // >= 10 MiB: rounded to 2 MiB
@@ -96,7 +97,8 @@ TEST_CASE("mid-size requests get 20 MiB segments; large remainders split, small 
 
 TEST_CASE("max_split_size keeps big blocks whole and away from small requests") {
   auto device = std::make_shared<SimulatedDevice>(1024 * MiB);
-  CachingAllocator a(device, AllocatorConfig::parse("expandable_segments:False,max_split_size_mb:32"));
+  CachingAllocator a(device,
+                     AllocatorConfig::parse("expandable_segments:False,max_split_size_mb:32"));
   const Allocation big = a.allocate(64 * MiB);
   CHECK(a.stats().oversize_allocations.current == 1);
   CHECK(a.stats().oversize_segments.current == 1);
@@ -119,7 +121,8 @@ TEST_CASE("expandable segments map granules on demand and unmap them on empty_ca
   CHECK(a.stats().reserved_bytes.all().current == 4 * MiB);  // two 2 MiB granules
   const Allocation y = a.allocate(5 * MiB);
   // y follows x in the same range, and only the missing granules were mapped.
-  CHECK(reinterpret_cast<std::uintptr_t>(y.ptr) == reinterpret_cast<std::uintptr_t>(x.ptr) + 3 * MiB);
+  CHECK(reinterpret_cast<std::uintptr_t>(y.ptr) ==
+        reinterpret_cast<std::uintptr_t>(x.ptr) + 3 * MiB);
   CHECK(a.stats().reserved_bytes.all().current == 8 * MiB);
   CHECK(a.stats().segment.all().current == 1);
   a.free(x);

@@ -26,7 +26,9 @@ std::string parse_error(const std::string& text) {
   return "no error";
 }
 
-std::string trace_path() { return std::string(FRUGAL_SOURCE_DIR) + "/bench/traces/cnn-fixed.trace"; }
+std::string trace_path() {
+  return std::string(FRUGAL_SOURCE_DIR) + "/bench/traces/cnn-fixed.trace";
+}
 
 }  // namespace
 

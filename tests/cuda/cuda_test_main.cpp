@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   const auto& config = session.configData();
-  const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+  const bool listing =
+      config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
   if (!listing && !frugal::cuda::is_available()) {
     std::printf("skipped: %s\n", frugal::cuda::unavailable_reason().c_str());
     return 77;

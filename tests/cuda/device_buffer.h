@@ -27,7 +27,9 @@ class DeviceBuffer {
       : n_(n), allocation_(alloc::cuda_allocator(kernels::cuda::current_device())
                                .allocate(std::max<std::size_t>(n, 1) * sizeof(T),
                                          kernels::cuda::current_stream())) {}
-  explicit DeviceBuffer(const std::vector<T>& values) : DeviceBuffer(values.size()) { upload(values); }
+  explicit DeviceBuffer(const std::vector<T>& values) : DeviceBuffer(values.size()) {
+    upload(values);
+  }
   ~DeviceBuffer() { alloc::cuda_allocator(kernels::cuda::current_device()).free(allocation_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -37,13 +39,15 @@ class DeviceBuffer {
 
   void upload(const std::vector<T>& values) {
     REQUIRE(values.size() == n_);
-    kernels::cuda::copy_bytes(get(), values.data(), n_ * sizeof(T), kernels::cuda::CopyKind::HostToDevice,
+    kernels::cuda::copy_bytes(get(), values.data(), n_ * sizeof(T),
+                              kernels::cuda::CopyKind::HostToDevice,
                               kernels::cuda::current_stream(), false);
   }
   // Waits for the kernels queued on the current stream, then copies back.
   std::vector<T> download() const {
     std::vector<T> values(n_);
-    kernels::cuda::copy_bytes(values.data(), get(), n_ * sizeof(T), kernels::cuda::CopyKind::DeviceToHost,
+    kernels::cuda::copy_bytes(values.data(), get(), n_ * sizeof(T),
+                              kernels::cuda::CopyKind::DeviceToHost,
                               kernels::cuda::current_stream(), false);
     return values;
   }
@@ -98,11 +102,14 @@ void require_close(const std::vector<T>& got, const std::vector<T>& want, const 
   REQUIRE(got.size() == want.size());
   const double tol = tolerance<T>() * scale;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, bool>, int, T>>(got[i]));
-    const double w = static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, bool>, int, T>>(want[i]));
+    const double g = static_cast<double>(
+        static_cast<std::conditional_t<std::is_same_v<T, bool>, int, T>>(got[i]));
+    const double w = static_cast<double>(
+        static_cast<std::conditional_t<std::is_same_v<T, bool>, int, T>>(want[i]));
     const bool ok = std::isnan(w) ? std::isnan(g) : std::abs(g - w) <= tol * (1.0 + std::abs(w));
     if (!ok) {
-      INFO(what << ": element " << i << " is " << g << ", the CPU reference " << w << " (tolerance " << tol << ")");
+      INFO(what << ": element " << i << " is " << g << ", the CPU reference " << w << " (tolerance "
+                << tol << ")");
       REQUIRE(ok);
     }
   }

@@ -43,8 +43,8 @@ void require_same(const std::vector<T>& got, const std::vector<T>& want, const c
 // indices) and the same starting flag; the unscaled values and the flags must agree exactly:
 // both multiply by the same T(inv_scale), one rounding each.
 template <class T>
-void check_unscale(std::size_t n, float inv_scale, const std::vector<std::size_t>& poisoned, T poison,
-                   float flag_before) {
+void check_unscale(std::size_t n, float inv_scale, const std::vector<std::size_t>& poisoned,
+                   T poison, float flag_before) {
   INFO(test::type_name(T()) << " n " << n << ", " << poisoned.size() << " poisoned, flag before "
                             << flag_before);
   auto grad = random_values<T>(n, 7, -1e4, 1e4);
@@ -52,7 +52,8 @@ void check_unscale(std::size_t n, float inv_scale, const std::vector<std::size_t
   DeviceBuffer<T> d_grad(grad);
   DeviceBuffer<float> d_flag(std::vector<float>{flag_before});
   float flag = flag_before;
-  kernels::cpu::non_finite_check_and_unscale(grad.data(), static_cast<std::int64_t>(n), inv_scale, &flag);
+  kernels::cpu::non_finite_check_and_unscale(grad.data(), static_cast<std::int64_t>(n), inv_scale,
+                                             &flag);
   kernels::cuda::non_finite_check_and_unscale(d_grad.get(), static_cast<std::int64_t>(n), inv_scale,
                                               d_flag.get());
   require_same(d_grad.download(), grad, "unscaled gradient");
@@ -63,15 +64,15 @@ void check_unscale(std::size_t n, float inv_scale, const std::vector<std::size_t
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("cuda amp: non_finite_check_and_unscale matches the CPU bit for bit", "[cuda][amp]", float,
-                   double) {
+TEMPLATE_TEST_CASE("cuda amp: non_finite_check_and_unscale matches the CPU bit for bit",
+                   "[cuda][amp]", float, double) {
   using T = TestType;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   const float inv = static_cast<float>(1.0 / 65536.0), odd = 1.0f / 3.0f;  // odd: rounds when cast
   for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{(1 << 20) + 3}}) {
     check_unscale<T>(n, inv, {}, T(0), 0.0f);                // clean: the flag stays 0
     check_unscale<T>(n, odd, {}, T(0), 0.0f);
-    check_unscale<T>(n, inv, {n - 1}, inf, 0.0f);            // the last element, past the first blocks
+    check_unscale<T>(n, inv, {n - 1}, inf, 0.0f);  // the last element, past the first blocks
     check_unscale<T>(n, inv, {0}, -inf, 0.0f);
     check_unscale<T>(n, odd, {n / 2}, nan, 0.0f);
     check_unscale<T>(n, inv, {}, T(0), 1.0f);                // never reset by a clean pass
@@ -85,9 +86,11 @@ TEMPLATE_TEST_CASE("cuda amp: non_finite_check_and_unscale matches the CPU bit f
   CHECK(flag.download()[0] == 0.0f);
 }
 
-TEST_CASE("cuda amp: amp_non_finite_check_and_unscale_ over CUDA gradients matches the CPU", "[cuda][amp]") {
+TEST_CASE("cuda amp: amp_non_finite_check_and_unscale_ over CUDA gradients matches the CPU",
+          "[cuda][amp]") {
   manual_seed(21);
-  const std::vector<Tensor> cpu_grads = {mul(randn({300, 17}), 4096.0), mul(randn({5}, kFloat64), 4096.0),
+  const std::vector<Tensor> cpu_grads = {mul(randn({300, 17}), 4096.0),
+                                         mul(randn({5}, kFloat64), 4096.0),
                                          mul(randn({1 << 16}), 4096.0)};
   std::vector<Tensor> gpu_grads;
   for (const Tensor& g : cpu_grads) gpu_grads.push_back(g.cuda());
@@ -114,7 +117,8 @@ TEST_CASE("cuda amp: amp_non_finite_check_and_unscale_ over CUDA gradients match
   amp_non_finite_check_and_unscale_(gpu_grads, gpu_found, 0.5);
   CHECK(gpu_found.item<float>() == 1.0f);
   CHECK(cpu_found.item<float>() == 1.0f);
-  for (std::size_t i = 0; i < cpu_grads.size(); ++i) CHECK(max_relative_difference(gpu_grads[i], cpu_grads[i]) == 0);
+  for (std::size_t i = 0; i < cpu_grads.size(); ++i)
+    CHECK(max_relative_difference(gpu_grads[i], cpu_grads[i]) == 0);
 
   // Bad input names what is wrong.
   Tensor found_on_cpu = zeros({1});
@@ -148,13 +152,15 @@ struct TwinModels {
 
 }  // namespace
 
-TEST_CASE("cuda amp: GradScaler's unscaled CUDA gradients and step match the CPU's", "[cuda][amp]") {
+TEST_CASE("cuda amp: GradScaler's unscaled CUDA gradients and step match the CPU's",
+          "[cuda][amp]") {
   TwinModels m;
   // The plain gradients on the GPU, for the check that scaling by a power of two and
   // unscaling again changes no bit.
   m.loss_gpu().backward();
   nn::NamedTensors plain;
-  for (const auto& [name, p] : m.gpu->named_parameters()) plain.emplace_back(name, p.grad().clone());
+  for (const auto& [name, p] : m.gpu->named_parameters())
+    plain.emplace_back(name, p.grad().clone());
   m.gpu->zero_grad();
 
   optim::SGD cpu_sgd(m.cpu->parameters(), optim::SGDOptions(0.05).momentum(0.9));
@@ -204,7 +210,8 @@ TEST_CASE("cuda amp: an inf or NaN in one CUDA gradient skips the step and backs
     REQUIRE(scaler.step(sgd));
     scaler.update();
     nn::NamedTensors params_before, state_before;
-    for (const auto& [name, p] : m.gpu->named_parameters()) params_before.emplace_back(name, p.clone());
+    for (const auto& [name, p] : m.gpu->named_parameters())
+      params_before.emplace_back(name, p.clone());
     for (const auto& [name, t] : sgd.state_dict()) state_before.emplace_back(name, t.clone());
 
     sgd.zero_grad();
@@ -224,7 +231,8 @@ TEST_CASE("cuda amp: an inf or NaN in one CUDA gradient skips the step and backs
     }
     const auto state_after = sgd.state_dict();
     REQUIRE(state_after.size() == state_before.size());
-    for (std::size_t i = 0; i < state_after.size(); ++i) CHECK(bitwise_equal(state_after[i].second, state_before[i].second));
+    for (std::size_t i = 0; i < state_after.size(); ++i)
+      CHECK(bitwise_equal(state_after[i].second, state_before[i].second));
 
     // The next clean iteration steps again, at the backed-off scale.
     sgd.zero_grad();

@@ -52,8 +52,8 @@ Tensor run_op(Op op, ScalarType in) {
     case Op::kMul: return mul(x, w.narrow(0, 0, 4));
     case Op::kDiv: return div(x, w.narrow(0, 0, 4));
     case Op::kBatchNorm:
-      return batch_norm(x, ones({6}, on_gpu()), zeros({6}, on_gpu()), zeros({6}, on_gpu()), ones({6}, on_gpu()),
-                        true, 0.1, 1e-5);
+      return batch_norm(x, ones({6}, on_gpu()), zeros({6}, on_gpu()), zeros({6}, on_gpu()),
+                        ones({6}, on_gpu()), true, 0.1, 1e-5);
   }
   FAIL("an op of the table has no case here");
   return {};
@@ -74,15 +74,18 @@ double tolerance_of(ScalarType low) { return low == kFloat16 ? 2e-3 : 1.6e-2; }
 
 }  // namespace
 
-TEST_CASE("cuda autocast: every op of the policy table runs in the dtype its row names", "[cuda][autocast]") {
-  for (const std::optional<ScalarType> requested : {std::optional<ScalarType>(), std::optional(kBFloat16)}) {
-    const ScalarType low = requested.value_or(kFloat16);  // CUDA's default is float16, as in PyTorch
+TEST_CASE("cuda autocast: every op of the policy table runs in the dtype its row names",
+          "[cuda][autocast]") {
+  for (const std::optional<ScalarType> requested :
+       {std::optional<ScalarType>(), std::optional(kBFloat16)}) {
+    const ScalarType low =
+        requested.value_or(kFloat16);  // CUDA's default is float16, as in PyTorch
     for (const ScalarType in : {kFloat32, low}) {
       for (const auto& rule : autocast::rules()) {
         AutocastGuard amp(kCUDA, requested);
         REQUIRE(autocast::get_dtype(kCUDA) == low);
-        INFO(rule.name << " (" << autocast::policy_name(rule.policy) << ") on a CUDA " << dtype_name(in)
-                       << " input under autocast " << dtype_name(low));
+        INFO(rule.name << " (" << autocast::policy_name(rule.policy) << ") on a CUDA "
+                       << dtype_name(in) << " input under autocast " << dtype_name(low));
         const Tensor out = run_op(rule.op, in);
         CHECK(out.is_cuda());
         CHECK(out.dtype() == expected(rule.policy, in, low));
@@ -91,7 +94,8 @@ TEST_CASE("cuda autocast: every op of the policy table runs in the dtype its row
   }
 }
 
-TEST_CASE("cuda autocast: a CUDA guard leaves CPU ops alone, and a CPU guard CUDA ops", "[cuda][autocast]") {
+TEST_CASE("cuda autocast: a CUDA guard leaves CPU ops alone, and a CPU guard CUDA ops",
+          "[cuda][autocast]") {
   const Tensor a = randn({3, 3});
   const Tensor g = a.cuda();
   {
@@ -110,7 +114,8 @@ TEST_CASE("cuda autocast: a CUDA guard leaves CPU ops alone, and a CPU guard CUD
   CHECK(mm(g, g).dtype() == kFloat32);
 }
 
-TEST_CASE("cuda autocast: mm, linear and conv2d in 16 bits match the CPU's float32", "[cuda][autocast]") {
+TEST_CASE("cuda autocast: mm, linear and conv2d in 16 bits match the CPU's float32",
+          "[cuda][autocast]") {
   Generator gen(17);
   const Tensor a = randn({33, 64}, {}, &gen), b = randn({64, 47}, {}, &gen);
   const Tensor w = mul(randn({20, 64}, {}, &gen), 0.2), bias = randn({20}, {}, &gen);
@@ -142,7 +147,8 @@ TEST_CASE("cuda autocast: mm, linear and conv2d in 16 bits match the CPU's float
     CHECK(max_relative_difference(mm_out, mm(r(a), r(b))) < tol);
     CHECK(max_relative_difference(linear_out, linear(r(a), r(w), r(bias))) < tol);
     CHECK(max_relative_difference(conv_out, conv2d(r(x), r(cw), {}, {1, 1}, {1, 1})) < tol);
-    CHECK(max_relative_difference(depthwise_out, conv2d(r(x), r(dw), {}, {2, 2}, {1, 1}, {1, 1}, 8)) < tol);
+    CHECK(max_relative_difference(depthwise_out,
+                                  conv2d(r(x), r(dw), {}, {2, 2}, {1, 1}, {1, 1}, 8)) < tol);
     // cuDNN adds a convolution's bias to the already rounded result (a second rounding, of a
     // value the bias may nearly cancel): held to 16-bit precision of the result's scale.
     CHECK(max_scaled_difference(conv_bias_out, conv2d(r(x), r(cw), r(cb), {1, 1}, {1, 1})) < tol);
@@ -151,12 +157,14 @@ TEST_CASE("cuda autocast: mm, linear and conv2d in 16 bits match the CPU's float
     CHECK(max_scaled_difference(mm_out, mm(a, b)) < 4 * tol);
     CHECK(max_scaled_difference(linear_out, linear(a, w, bias)) < 4 * tol);
     CHECK(max_scaled_difference(conv_bias_out, conv2d(x, cw, cb, {1, 1}, {1, 1})) < 4 * tol);
-    CHECK(max_scaled_difference(depthwise_out, conv2d(x, dw, {}, {2, 2}, {1, 1}, {1, 1}, 8)) < 4 * tol);
+    CHECK(max_scaled_difference(depthwise_out, conv2d(x, dw, {}, {2, 2}, {1, 1}, {1, 1}, 8)) <
+          4 * tol);
   }
 }
 
-TEST_CASE("cuda autocast: softmax, log_softmax and cross_entropy of float16 run in float32 like the CPU",
-          "[cuda][autocast]") {
+TEST_CASE(
+    "cuda autocast: softmax, log_softmax and cross_entropy of float16 run in float32 like the CPU",
+    "[cuda][autocast]") {
   Generator gen(19);
   // Values up to 40: exp overflows float16 there, so a softmax left in 16 bits would be inf/NaN.
   const Tensor logits = mul(randn({64, 100}, {}, &gen), 12.0).to(kFloat16);
@@ -178,8 +186,10 @@ TEST_CASE("cuda autocast: softmax, log_softmax and cross_entropy of float16 run 
   CHECK(std::isfinite(sum(s).item<float>()));
 }
 
-TEST_CASE("cuda autocast: backward in the forward's dtypes; float32 gradients match the CPU's float32 run",
-          "[cuda][autocast]") {
+TEST_CASE(
+    "cuda autocast: backward in the forward's dtypes; float32 gradients match the CPU's float32 "
+    "run",
+    "[cuda][autocast]") {
   Generator gen(7);
   const Tensor w1 = mul(randn({6, 3, 3, 3}, {}, &gen), 0.3);
   const Tensor w2 = mul(randn({5, 6 * 8 * 8}, {}, &gen), 0.05);
@@ -191,7 +201,8 @@ TEST_CASE("cuda autocast: backward in the forward's dtypes; float32 gradients ma
   std::vector<Tensor> cpu_params = {w1.clone().requires_grad_(), w2.clone().requires_grad_(),
                                     b2.clone().requires_grad_()};
   const Tensor cpu_loss =
-      cross_entropy(linear(relu(conv2d(x, cpu_params[0], {}, {1, 1}, {1, 1})).flatten(1), cpu_params[1], cpu_params[2]),
+      cross_entropy(linear(relu(conv2d(x, cpu_params[0], {}, {1, 1}, {1, 1})).flatten(1),
+                           cpu_params[1], cpu_params[2]),
                     target);
   cpu_loss.backward();
 
@@ -225,7 +236,8 @@ TEST_CASE("cuda autocast: backward in the forward's dtypes; float32 gradients ma
   }
 }
 
-TEST_CASE("cuda autocast: with a GradScaler, float16 gradients that underflow without it train", "[cuda][amp]") {
+TEST_CASE("cuda autocast: with a GradScaler, float16 gradients that underflow without it train",
+          "[cuda][amp]") {
   // As the CPU test of nn/amp: a loss 1e-8 times a squared error makes the gradient reaching
   // the float16 output ~1e-9, below float16's smallest subnormal, so without scaling every
   // weight gradient is 0; scaled by 65536 it survives and AdamW trains.
@@ -262,7 +274,8 @@ TEST_CASE("cuda autocast: with a GradScaler, float16 gradients that underflow wi
   };
   const auto [start, with_scaler, scaled_grads] = train(true);
   const auto [start2, without, plain_grads] = train(false);
-  INFO("mean squared error: start " << start << ", with the scaler " << with_scaler << ", without " << without);
+  INFO("mean squared error: start " << start << ", with the scaler " << with_scaler << ", without "
+                                    << without);
   CHECK(scaled_grads);
   CHECK(with_scaler < 0.02f * start);
   CHECK_FALSE(plain_grads);

@@ -35,7 +35,8 @@ class StreamGate {
 
  private:
   static void wait(void* self) {
-    while (!static_cast<StreamGate*>(self)->open_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!static_cast<StreamGate*>(self)->open_.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::atomic<bool> open_{false};
 };
@@ -79,7 +80,8 @@ TEST_CASE("cuda: a block used on another stream waits for that stream's work", "
   // The side stream has not run yet: the block is pending, and a new request gets other memory.
   const Allocation b = allocator.allocate(1 << 20, compute_id);
   CHECK(b.ptr != a.ptr);
-  CHECK(allocator.stats().active_bytes.all().current > allocator.stats().allocated_bytes.all().current);
+  CHECK(allocator.stats().active_bytes.all().current >
+        allocator.stats().allocated_bytes.all().current);
   gate.release();
   FRUGAL_CUDA_CHECK(cudaStreamSynchronize(side));
   allocator.free(b);
@@ -150,7 +152,8 @@ TEST_CASE("cuda: a pinned staging buffer is reused only after the copy that read
   const Allocation target = device.allocate(4 << 20);
   CHECK(backend->locked_bytes() >= (std::size_t{4} << 20));
   StreamGate gate(copy);
-  FRUGAL_CUDA_CHECK(cudaMemcpyAsync(target.ptr, staging.ptr, 4 << 20, cudaMemcpyHostToDevice, copy));
+  FRUGAL_CUDA_CHECK(
+      cudaMemcpyAsync(target.ptr, staging.ptr, 4 << 20, cudaMemcpyHostToDevice, copy));
   pinned.record_stream(staging, reinterpret_cast<StreamId>(copy));
   pinned.free(staging);
   const Allocation other = pinned.allocate(4 << 20);

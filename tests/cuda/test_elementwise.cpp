@@ -376,7 +376,8 @@ TEST_CASE("cuda elementwise: more elements than one launch's grid covers", "[cud
     gpu::binary<float>(cpu::BinaryOp::Mul,
                        make_loop(rows, cols, {dout.get(), da.get(), db.get()}, sizes, layouts));
     // One rounded product per element on both sides: bit for bit.
-    require_close(dout.download(), want, describe("grid-stride binary", {rows, cols}, int(la)), 0.0);
+    require_close(dout.download(), want, describe("grid-stride binary", {rows, cols}, int(la)),
+                  0.0);
     gpu::unary<float>(cpu::UnaryOp::Neg,
                       make_loop(rows, cols, {dout.get(), da.get()}, {4, 4}, {Layout::Dense, la}));
     cpu::unary<float>(cpu::UnaryOp::Neg,

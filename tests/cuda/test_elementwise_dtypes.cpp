@@ -45,7 +45,8 @@ std::size_t storage_size(Layout l, std::int64_t rows, std::int64_t cols) {
 }
 
 cpu::StridedLoop make_loop(std::int64_t rows, std::int64_t cols, const std::vector<void*>& data,
-                           const std::vector<std::int64_t>& element_sizes, const std::vector<Layout>& layouts) {
+                           const std::vector<std::int64_t>& element_sizes,
+                           const std::vector<Layout>& layouts) {
   cpu::StridedLoop loop;
   loop.ndim = 2;
   loop.nops = static_cast<int>(data.size());
@@ -70,8 +71,8 @@ struct Shape {
 const std::vector<Shape> kShapes = {{1, 1}, {3, 7}, {129, 257}, {0, 5}};
 
 std::string describe(const char* what, Shape s, int variant) {
-  return std::string(what) + " [" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "] variant " +
-         std::to_string(variant);
+  return std::string(what) + " [" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+         "] variant " + std::to_string(variant);
 }
 
 // Values in [lo, hi) of T, few distinct ones (rounded to integers) so comparisons see ties.
@@ -81,7 +82,8 @@ std::vector<storage_t<T>> integral_values(std::size_t n, std::uint32_t seed, dou
     return random_values<std::uint8_t>(n, seed, 0, 2);
   } else {
     auto v = random_values<T>(n, seed, lo, hi);
-    for (auto& x : v) x = static_cast<T>(static_cast<float>(static_cast<std::int64_t>(static_cast<double>(x))));
+    for (auto& x : v)
+      x = static_cast<T>(static_cast<float>(static_cast<std::int64_t>(static_cast<double>(x))));
     return v;
   }
 }
@@ -99,10 +101,12 @@ void check_compare() {
       const auto n = static_cast<std::size_t>(s.rows * s.cols);
       const std::vector<std::int64_t> sizes = {1, sizeof(S), sizeof(S)};
       std::vector<std::uint8_t> want(n);
-      cpu::compare<T>(op, make_loop(s.rows, s.cols, {want.data(), a.data(), b.data()}, sizes, layouts));
+      cpu::compare<T>(op,
+                      make_loop(s.rows, s.cols, {want.data(), a.data(), b.data()}, sizes, layouts));
       DeviceBuffer<std::uint8_t> d_out(n);
       DeviceBuffer<S> d_a(a), d_b(b);
-      gpu::compare<T>(op, make_loop(s.rows, s.cols, {d_out.get(), d_a.get(), d_b.get()}, sizes, layouts));
+      gpu::compare<T>(
+          op, make_loop(s.rows, s.cols, {d_out.get(), d_a.get(), d_b.get()}, sizes, layouts));
       INFO(name_of<T>());
       require_close(d_out.download(), want, describe("compare", s, int(op)));
     }
@@ -125,10 +129,12 @@ void check_where() {
       const std::vector<std::int64_t> sizes = {sizeof(S), 1, sizeof(S), sizeof(S)};
       const std::vector<Layout> all = {Layout::Dense, Layout::Dense, la, lb};
       std::vector<S> want(n);
-      cpu::where<T>(make_loop(s.rows, s.cols, {want.data(), cond.data(), a.data(), b.data()}, sizes, all));
+      cpu::where<T>(
+          make_loop(s.rows, s.cols, {want.data(), cond.data(), a.data(), b.data()}, sizes, all));
       DeviceBuffer<S> d_out(n), d_a(a), d_b(b);
       DeviceBuffer<std::uint8_t> d_cond(cond);
-      gpu::where<T>(make_loop(s.rows, s.cols, {d_out.get(), d_cond.get(), d_a.get(), d_b.get()}, sizes, all));
+      gpu::where<T>(
+          make_loop(s.rows, s.cols, {d_out.get(), d_cond.get(), d_a.get(), d_b.get()}, sizes, all));
       INFO(name_of<T>());
       require_close(d_out.download(), want, describe("where", s, static_cast<int>(l)), 0.0);
     }
@@ -170,10 +176,12 @@ void check_cast() {
       const auto n = static_cast<std::size_t>(s.rows * s.cols);
       const std::vector<std::int64_t> sizes = {sizeof(D), sizeof(S)};
       std::vector<D> want(n);
-      cpu::cast<Dst, Src>(make_loop(s.rows, s.cols, {want.data(), in.data()}, sizes, {Layout::Dense, in_layout}));
+      cpu::cast<Dst, Src>(
+          make_loop(s.rows, s.cols, {want.data(), in.data()}, sizes, {Layout::Dense, in_layout}));
       DeviceBuffer<S> d_in(in);
       DeviceBuffer<D> d_out(n);
-      gpu::cast<Dst, Src>(make_loop(s.rows, s.cols, {d_out.get(), d_in.get()}, sizes, {Layout::Dense, in_layout}));
+      gpu::cast<Dst, Src>(
+          make_loop(s.rows, s.cols, {d_out.get(), d_in.get()}, sizes, {Layout::Dense, in_layout}));
       INFO("cast " << name_of<Src>() << " -> " << name_of<Dst>());
       require_close(d_out.download(), want, describe("cast", s, static_cast<int>(in_layout)), 0.0);
     }
@@ -192,17 +200,20 @@ void check_casts_to() {
   check_cast<Dst, bool>();
 }
 
-void check_uint8_unary(cpu::UnaryOp op, double lo, double hi, double clamp_lo = 0, double clamp_hi = 0) {
+void check_uint8_unary(cpu::UnaryOp op, double lo, double hi, double clamp_lo = 0,
+                       double clamp_hi = 0) {
   for (Shape s : kShapes) {
     for (Layout layout : {Layout::Dense, Layout::Transposed, Layout::Scalar}) {
       auto in = random_values<std::uint8_t>(storage_size(layout, s.rows, s.cols), 91, lo, hi);
       const auto n = static_cast<std::size_t>(s.rows * s.cols);
       std::vector<std::uint8_t> want(n);
-      cpu::unary<std::uint8_t>(op, make_loop(s.rows, s.cols, {want.data(), in.data()}, {1, 1}, {Layout::Dense, layout}),
-                               clamp_lo, clamp_hi);
+      cpu::unary<std::uint8_t>(
+          op, make_loop(s.rows, s.cols, {want.data(), in.data()}, {1, 1}, {Layout::Dense, layout}),
+          clamp_lo, clamp_hi);
       DeviceBuffer<std::uint8_t> d_in(in), d_out(n);
-      gpu::unary<std::uint8_t>(op, make_loop(s.rows, s.cols, {d_out.get(), d_in.get()}, {1, 1}, {Layout::Dense, layout}),
-                               clamp_lo, clamp_hi);
+      gpu::unary<std::uint8_t>(
+          op, make_loop(s.rows, s.cols, {d_out.get(), d_in.get()}, {1, 1}, {Layout::Dense, layout}),
+          clamp_lo, clamp_hi);
       require_close(d_out.download(), want, describe("uint8 unary", s, int(op)));
     }
   }
@@ -211,16 +222,19 @@ void check_uint8_unary(cpu::UnaryOp op, double lo, double hi, double clamp_lo = 
 void check_uint8_binary(cpu::BinaryOp op, double lo, double hi, double alpha = 1) {
   for (Shape s : kShapes) {
     for (Layout lb : {Layout::Dense, Layout::Scalar}) {
-      auto a = random_values<std::uint8_t>(storage_size(Layout::Transposed, s.rows, s.cols), 92, lo, hi);
+      auto a =
+          random_values<std::uint8_t>(storage_size(Layout::Transposed, s.rows, s.cols), 92, lo, hi);
       auto b = random_values<std::uint8_t>(storage_size(lb, s.rows, s.cols), 93, lo, hi);
       const auto n = static_cast<std::size_t>(s.rows * s.cols);
       const std::vector<Layout> layouts = {Layout::Dense, Layout::Transposed, lb};
       std::vector<std::uint8_t> want(n);
-      cpu::binary<std::uint8_t>(op, make_loop(s.rows, s.cols, {want.data(), a.data(), b.data()}, {1, 1, 1}, layouts),
-                                alpha);
+      cpu::binary<std::uint8_t>(
+          op, make_loop(s.rows, s.cols, {want.data(), a.data(), b.data()}, {1, 1, 1}, layouts),
+          alpha);
       DeviceBuffer<std::uint8_t> d_a(a), d_b(b), d_out(n);
-      gpu::binary<std::uint8_t>(op, make_loop(s.rows, s.cols, {d_out.get(), d_a.get(), d_b.get()}, {1, 1, 1}, layouts),
-                                alpha);
+      gpu::binary<std::uint8_t>(
+          op, make_loop(s.rows, s.cols, {d_out.get(), d_a.get(), d_b.get()}, {1, 1, 1}, layouts),
+          alpha);
       require_close(d_out.download(), want, describe("uint8 binary", s, int(op)));
     }
   }

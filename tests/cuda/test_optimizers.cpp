@@ -52,7 +52,8 @@ struct Params {
 };
 
 // Steps both optimizers `steps` times from fresh gradients each, checking after each step.
-void run_steps(Params& p, optim::Optimizer& cpu_opt, optim::Optimizer& gpu_opt, int first, int steps) {
+void run_steps(Params& p, optim::Optimizer& cpu_opt, optim::Optimizer& gpu_opt, int first,
+               int steps) {
   for (int s = first; s < first + steps; ++s) {
     p.set_grads(s);
     cpu_opt.step();
@@ -77,7 +78,8 @@ void check_optimizer(const MakeOptimizer& make) {
   REQUIRE(reloaded.size() == saved.size());
   for (std::size_t i = 0; i < saved.size(); ++i) {
     INFO(saved[i].first);
-    if (saved[i].second.dim() > 0) CHECK(reloaded[i].second.is_cuda());  // state lives beside its parameter
+    if (saved[i].second.dim() > 0)
+      CHECK(reloaded[i].second.is_cuda());  // state lives beside its parameter
     CHECK(bitwise_equal(reloaded[i].second, saved[i].second));
   }
   // The CPU copy of the parameters continues from the GPU's state and values.
@@ -100,23 +102,29 @@ void check_optimizer(const MakeOptimizer& make) {
 
 }  // namespace
 
-TEST_CASE("cuda optimizers: SGD with momentum, dampening, nesterov and weight decay matches the CPU",
+TEST_CASE(
+    "cuda optimizers: SGD with momentum, dampening, nesterov and weight decay matches the CPU",
+    "[cuda][optim]") {
+  check_optimizer([](std::vector<Tensor> params) {
+    return std::make_unique<optim::SGD>(
+        std::move(params), optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3).nesterov(true));
+  });
+  check_optimizer([](std::vector<Tensor> params) {
+    return std::make_unique<optim::SGD>(std::move(params),
+                                        optim::SGDOptions(0.1).momentum(0.8).dampening(0.3));
+  });
+}
+
+TEST_CASE("cuda optimizers: AdamW matches the CPU, and its state moves between devices",
           "[cuda][optim]") {
   check_optimizer([](std::vector<Tensor> params) {
-    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-3).nesterov(true));
-  });
-  check_optimizer([](std::vector<Tensor> params) {
-    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions(0.1).momentum(0.8).dampening(0.3));
+    return std::make_unique<optim::AdamW>(std::move(params),
+                                          optim::AdamWOptions(1e-2).betas(0.8, 0.99).eps(1e-6));
   });
 }
 
-TEST_CASE("cuda optimizers: AdamW matches the CPU, and its state moves between devices", "[cuda][optim]") {
-  check_optimizer([](std::vector<Tensor> params) {
-    return std::make_unique<optim::AdamW>(std::move(params), optim::AdamWOptions(1e-2).betas(0.8, 0.99).eps(1e-6));
-  });
-}
-
-TEST_CASE("cuda optimizers: a learning rate changed between steps drives both devices alike", "[cuda][optim]") {
+TEST_CASE("cuda optimizers: a learning rate changed between steps drives both devices alike",
+          "[cuda][optim]") {
   Params p;
   optim::SGD cpu_opt(p.cpu, optim::SGDOptions(0.1).momentum(0.9));
   optim::SGD gpu_opt(p.gpu, optim::SGDOptions(0.1).momentum(0.9));

@@ -42,7 +42,9 @@ class OwnStream {
 // to have let go of the gate before the gate's memory goes.
 class StreamGate {
  public:
-  explicit StreamGate(cudaStream_t stream) { FRUGAL_CUDA_CHECK(cudaLaunchHostFunc(stream, &StreamGate::wait, this)); }
+  explicit StreamGate(cudaStream_t stream) {
+    FRUGAL_CUDA_CHECK(cudaLaunchHostFunc(stream, &StreamGate::wait, this));
+  }
   ~StreamGate() {
     release();
     while (!done_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -64,8 +66,9 @@ bool idle(cudaStream_t s) { return cudaStreamQuery(s) == cudaSuccess; }
 
 }  // namespace
 
-TEST_CASE("cuda streams: ops under a StreamGuard run on its stream, and the copy back waits for them",
-          "[cuda][stream]") {
+TEST_CASE(
+    "cuda streams: ops under a StreamGuard run on its stream, and the copy back waits for them",
+    "[cuda][stream]") {
   const Tensor x = randn({1000});
   const Tensor gx = x.cuda();  // a blocking copy: complete on return
   OwnStream s;

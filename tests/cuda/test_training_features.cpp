@@ -52,7 +52,8 @@ struct ClipTwins {
 
 }  // namespace
 
-TEST_CASE("cuda clip_grad_norm_: the total norm and the clipped gradients match the CPU", "[cuda][clip]") {
+TEST_CASE("cuda clip_grad_norm_: the total norm and the clipped gradients match the CPU",
+          "[cuda][clip]") {
   const double inf = std::numeric_limits<double>::infinity();
   for (const double norm_type : {2.0, 1.0, 3.0, inf}) {
     for (const double max_norm : {0.5, 1e6}) {  // clipping, and a bound the norm stays under
@@ -74,13 +75,15 @@ TEST_CASE("cuda clip_grad_norm_: the total norm and the clipped gradients match 
       }
       if (max_norm > cpu_total) {
         const ClipTwins fresh(31, 1.0);  // untouched: no multiply at all
-        for (std::size_t i = 0; i + 1 < t.gpu.size(); ++i) CHECK(bitwise_equal(t.gpu[i].grad(), fresh.gpu[i].grad()));
+        for (std::size_t i = 0; i + 1 < t.gpu.size(); ++i)
+          CHECK(bitwise_equal(t.gpu[i].grad(), fresh.gpu[i].grad()));
       }
     }
   }
 }
 
-TEST_CASE("cuda clip_grad_norm_: an inf on the GPU gives an inf norm, or the error when asked", "[cuda][clip]") {
+TEST_CASE("cuda clip_grad_norm_: an inf on the GPU gives an inf norm, or the error when asked",
+          "[cuda][clip]") {
   const double inf = std::numeric_limits<double>::infinity();
   for (const double norm_type : {2.0, inf}) {
     INFO("norm_type " << norm_type);
@@ -88,8 +91,9 @@ TEST_CASE("cuda clip_grad_norm_: an inf on the GPU gives an inf norm, or the err
     Tensor(t.gpu[0].grad()).view({-1}).narrow(0, 100, 1).fill_(inf);
     Tensor(t.cpu[0].grad()).view({-1}).narrow(0, 100, 1).fill_(inf);
     // Refused before anything is scaled.
-    CHECK_THROWS_WITH(nn::utils::clip_grad_norm_(t.gpu, 1.0, norm_type, /*error_if_nonfinite=*/true),
-                      Contains("non-finite"));
+    CHECK_THROWS_WITH(
+        nn::utils::clip_grad_norm_(t.gpu, 1.0, norm_type, /*error_if_nonfinite=*/true),
+        Contains("non-finite"));
     CHECK(std::isinf(max(abs(t.gpu[0].grad())).item<float>()));
     // Otherwise inf is returned and every gradient scaled by max_norm / inf = 0 (the inf
     // itself becoming NaN), as on the CPU and in PyTorch.
@@ -120,7 +124,9 @@ TEST_CASE("cuda checkpoint: a function with dropout gives the plain graph's grad
   Generator gen(3);
   const Tensor w_cpu = randn({64, 64}, {}, &gen), x_cpu = randn({32, 64}, {}, &gen);
   Tensor w = w_cpu.cuda().requires_grad_(), x = x_cpu.cuda().requires_grad_();
-  const auto fn = [&w](const std::vector<Tensor>& in) { return dropout(relu(matmul(in[0], w)), 0.5, true).tanh(); };
+  const auto fn = [&w](const std::vector<Tensor>& in) {
+    return dropout(relu(matmul(in[0], w)), 0.5, true).tanh();
+  };
 
   default_generator().set_state(5, 0);
   fn({x}).sum().backward();
@@ -183,7 +189,8 @@ StepResult step(Device device, const Tensor& x, const Tensor& target, int segmen
   model->to(device);
   default_generator().set_state(99, 12345);
   const Tensor input = x.to(device).detach().requires_grad_();
-  const Tensor logits = segments == 0 ? model->forward(input) : nn::checkpoint_sequential(*model, segments, input);
+  const Tensor logits =
+      segments == 0 ? model->forward(input) : nn::checkpoint_sequential(*model, segments, input);
   StepResult r;
   r.loss = cross_entropy(logits, target.to(device));
   r.loss.backward();
@@ -196,8 +203,10 @@ StepResult step(Device device, const Tensor& x, const Tensor& target, int segmen
 
 }  // namespace
 
-TEST_CASE("cuda checkpoint_sequential: dropout and batch norm on the GPU, gradients as without checkpointing",
-          "[cuda][checkpoint]") {
+TEST_CASE(
+    "cuda checkpoint_sequential: dropout and batch norm on the GPU, gradients as without "
+    "checkpointing",
+    "[cuda][checkpoint]") {
   Generator gen(2);
   const Tensor x = randn({6, 3, 8, 8}, {}, &gen);
   const Tensor target = randint(0, 10, {6}, kInt64, &gen);
@@ -208,7 +217,8 @@ TEST_CASE("cuda checkpoint_sequential: dropout and batch norm on the GPU, gradie
   // vary from run to run; where two plain runs agree bit for bit, checkpointing must too.
   const StepResult again = step(kGpu, x, target, 0);
   bool repeatable = bitwise_equal(again.input_grad, plain.input_grad);
-  for (std::size_t i = 0; i < plain.grads.size(); ++i) repeatable &= bitwise_equal(again.grads[i].second, plain.grads[i].second);
+  for (std::size_t i = 0; i < plain.grads.size(); ++i)
+    repeatable &= bitwise_equal(again.grads[i].second, plain.grads[i].second);
   INFO("two plain runs are " << (repeatable ? "" : "not ") << "bit-identical");
   auto same = [repeatable](const Tensor& a, const Tensor& b) {
     return repeatable ? bitwise_equal(a, b) : max_relative_difference(a, b) < 1e-5;
@@ -279,15 +289,18 @@ class PatternDataset : public data::Dataset {
 
 }  // namespace
 
-TEST_CASE("cuda data loader: pinned batches copied with to(cuda, non_blocking) arrive intact", "[cuda][data]") {
+TEST_CASE("cuda data loader: pinned batches copied with to(cuda, non_blocking) arrive intact",
+          "[cuda][data]") {
   auto set = std::make_shared<PatternDataset>(640);
-  const data::DataLoaderOptions plain_options{.batch_size = 32, .shuffle = true, .seed = 7, .num_workers = 2};
+  const data::DataLoaderOptions plain_options{
+      .batch_size = 32, .shuffle = true, .seed = 7, .num_workers = 2};
   data::DataLoaderOptions pinned_options = plain_options;
   pinned_options.pin_memory = true;
 
   // The reference: the same epoch in pageable memory, kept on the CPU.
   std::vector<data::Batch> reference;
-  for (data::Batch& b : data::DataLoader(set, plain_options)) reference.push_back({b.data.clone(), b.target.clone()});
+  for (data::Batch& b : data::DataLoader(set, plain_options))
+    reference.push_back({b.data.clone(), b.target.clone()});
   REQUIRE(reference.size() == 20);
 
   // Blocks other tests left pending on the copy stream are retired first, so the count of
@@ -304,7 +317,8 @@ TEST_CASE("cuda data loader: pinned batches copied with to(cuda, non_blocking) a
     for (data::Batch& b : loader) {
       REQUIRE(b.data.is_pinned());
       REQUIRE(b.target.is_pinned());
-      data::Batch copy{b.data.to(kGpu, /*non_blocking=*/true), b.target.to(kGpu, /*non_blocking=*/true)};
+      data::Batch copy{b.data.to(kGpu, /*non_blocking=*/true),
+                       b.target.to(kGpu, /*non_blocking=*/true)};
       CHECK(copy.data.is_cuda());
       // Work queued at once on the current stream must see the copied data (it waits for the
       // copy stream); the loader then reuses the pinned buffer only after the copy has read it.

@@ -21,19 +21,22 @@ namespace {
 
 void append(void* context, void* data, int size) {
   auto* out = static_cast<std::vector<std::uint8_t>*>(context);
-  out->insert(out->end(), static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(data) + size);
+  out->insert(out->end(), static_cast<std::uint8_t*>(data),
+              static_cast<std::uint8_t*>(data) + size);
 }
 
 void put_be32(std::vector<std::uint8_t>& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
 }
 
-void chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& data) {
+void chunk(std::vector<std::uint8_t>& out, const char* type,
+           const std::vector<std::uint8_t>& data) {
   put_be32(out, static_cast<std::uint32_t>(data.size()));
   const std::size_t start = out.size();
   out.insert(out.end(), type, type + 4);
   out.insert(out.end(), data.begin(), data.end());
-  put_be32(out, static_cast<std::uint32_t>(crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
+  put_be32(out, static_cast<std::uint32_t>(
+                    crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
 }
 
 }  // namespace
@@ -42,25 +45,29 @@ std::vector<std::uint8_t> pattern_image(int height, int width, int channels) {
   std::vector<std::uint8_t> p(static_cast<std::size_t>(height * width * channels));
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x)
-      for (int c = 0; c < channels; ++c) p[static_cast<std::size_t>((y * width + x) * channels + c)] = pattern(y, x, c);
+      for (int c = 0; c < channels; ++c)
+        p[static_cast<std::size_t>((y * width + x) * channels + c)] = pattern(y, x, c);
   return p;
 }
 
-void write_png(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels) {
+void write_png(const std::string& path, int height, int width, int channels,
+               const std::uint8_t* pixels) {
   std::vector<std::uint8_t> out;
   if (!stbi_write_png_to_func(append, &out, width, height, channels, pixels, width * channels))
     throw std::runtime_error("stbi_write_png failed");
   write_bytes(path, out);
 }
 
-void write_jpeg(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels, int quality) {
+void write_jpeg(const std::string& path, int height, int width, int channels,
+                const std::uint8_t* pixels, int quality) {
   std::vector<std::uint8_t> out;
   if (!stbi_write_jpg_to_func(append, &out, width, height, channels, pixels, quality))
     throw std::runtime_error("stbi_write_jpg failed");
   write_bytes(path, out);
 }
 
-void write_png16(const std::string& path, int height, int width, int channels, const std::uint16_t* pixels) {
+void write_png16(const std::string& path, int height, int width, int channels,
+                 const std::uint16_t* pixels) {
   std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   std::vector<std::uint8_t> ihdr;
   put_be32(ihdr, static_cast<std::uint32_t>(width));

@@ -10,14 +10,18 @@
 namespace frugal::test {
 
 // Pixel (y, x, c) of the test pattern: distinct in every channel and position.
-inline std::uint8_t pattern(int y, int x, int c) { return static_cast<std::uint8_t>(y * 20 + x * 3 + c * 50); }
+inline std::uint8_t pattern(int y, int x, int c) {
+  return static_cast<std::uint8_t>(y * 20 + x * 3 + c * 50);
+}
 std::vector<std::uint8_t> pattern_image(int height, int width, int channels);
 
-void write_png(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels);
-void write_jpeg(const std::string& path, int height, int width, int channels, const std::uint8_t* pixels,
-                int quality = 95);
+void write_png(const std::string& path, int height, int width, int channels,
+               const std::uint8_t* pixels);
+void write_jpeg(const std::string& path, int height, int width, int channels,
+                const std::uint8_t* pixels, int quality = 95);
 // A 16-bit PNG (gray or RGB) of big-endian-free values: pixels[i] is the sample value.
-void write_png16(const std::string& path, int height, int width, int channels, const std::uint16_t* pixels);
+void write_png16(const std::string& path, int height, int width, int channels,
+                 const std::uint16_t* pixels);
 // The bytes of a PNG/JPEG of the pattern.
 std::vector<std::uint8_t> png_bytes(int height, int width, int channels);
 std::vector<std::uint8_t> jpeg_bytes(int height, int width, int channels);

@@ -20,7 +20,8 @@ using Bytes = std::vector<std::uint8_t>;
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "frugal-data-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "frugal-data-test-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
   }
@@ -40,7 +41,8 @@ class TempDir {
 
 inline void write_bytes(const std::string& path, const Bytes& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
@@ -53,7 +55,8 @@ inline Bytes read_bytes(const std::string& path) {
 inline void write_gzip(const std::string& path, const Bytes& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   if (!f) throw std::runtime_error("gzopen failed for " + path);
-  if (!bytes.empty() && gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) != static_cast<int>(bytes.size()))
+  if (!bytes.empty() && gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) !=
+                            static_cast<int>(bytes.size()))
     throw std::runtime_error("gzwrite failed for " + path);
   if (gzclose(f) != Z_OK) throw std::runtime_error("gzclose failed for " + path);
 }

@@ -34,7 +34,8 @@ class CountingDataset : public Dataset {
   void get(std::int64_t i, const SampleSlot& slot) const override {
     calls.fetch_add(1);
     if (delay_us_) std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
-    if (bad_.count(i)) throw Error("file-" + std::to_string(i) + ".png: damaged PNG at byte offset 33");
+    if (bad_.count(i))
+      throw Error("file-" + std::to_string(i) + ".png: damaged PNG at byte offset 33");
     auto* d = static_cast<float*>(slot.data);
     d[0] = static_cast<float>(i);
     d[1] = static_cast<float>(SampleRandom(slot.seed).below(1 << 20));
@@ -50,7 +51,8 @@ class CountingDataset : public Dataset {
 };
 
 // Every batch of an epoch, flattened to (index, random value) pairs, checking targets.
-std::vector<std::pair<float, float>> run_epoch(const DataLoader& loader, std::vector<std::int64_t>* sizes = nullptr) {
+std::vector<std::pair<float, float>> run_epoch(const DataLoader& loader,
+                                               std::vector<std::int64_t>* sizes = nullptr) {
   std::vector<std::pair<float, float>> seen;
   for (Batch& b : loader) {
     if (sizes) sizes->push_back(b.data.size(0));
@@ -105,9 +107,11 @@ TEST_CASE("data loader: every sample once per epoch, batch sizes and drop_last")
     const auto seen = run_epoch(loader, &sizes);
     CHECK(sizes == std::vector<std::int64_t>{4, 4, 2});
     REQUIRE(seen.size() == 10);
-    for (int i = 0; i < 10; ++i) CHECK(seen[static_cast<std::size_t>(i)].first == static_cast<float>(i));
+    for (int i = 0; i < 10; ++i)
+      CHECK(seen[static_cast<std::size_t>(i)].first == static_cast<float>(i));
     sizes.clear();
-    DataLoader dropping(set, {.batch_size = 4, .shuffle = false, .drop_last = true, .num_workers = workers});
+    DataLoader dropping(
+        set, {.batch_size = 4, .shuffle = false, .drop_last = true, .num_workers = workers});
     run_epoch(dropping, &sizes);
     CHECK(sizes == std::vector<std::int64_t>{4, 4});
   }
@@ -120,7 +124,8 @@ TEST_CASE("data loader: order and augmentation depend on (seed, epoch), not on t
   auto set = std::make_shared<CountingDataset>(300);
   std::vector<std::pair<float, float>> reference;
   for (int workers : {0, 1, 2, 3}) {
-    DataLoader loader(set, {.batch_size = 16, .shuffle = true, .seed = 5, .num_workers = workers, .prefetch = 3});
+    DataLoader loader(
+        set, {.batch_size = 16, .shuffle = true, .seed = 5, .num_workers = workers, .prefetch = 3});
     loader.set_epoch(2);
     const auto seen = run_epoch(loader);
     REQUIRE(seen.size() == 300);
@@ -192,7 +197,8 @@ TEST_CASE("data loader: a worker's error reaches the caller with the sample's in
     } catch (const SampleError& e) {
       CHECK(e.index() == 37);
       CHECK(e.source() == "file-37.png");
-      CHECK_THAT(std::string(e.what()), Contains("sample 37") && Contains("file-37.png") && Contains("byte offset 33"));
+      CHECK_THAT(std::string(e.what()),
+                 Contains("sample 37") && Contains("file-37.png") && Contains("byte offset 33"));
     }
     CHECK(batches == 4);  // batches 0-3 came through; batch 4 holds sample 37
   }
@@ -201,7 +207,8 @@ TEST_CASE("data loader: a worker's error reaches the caller with the sample's in
 TEST_CASE("data loader: skip_bad leaves bad samples out of their batches and counts them") {
   auto set = std::make_shared<CountingDataset>(50, std::set<std::int64_t>{0, 1, 2, 3, 17, 49});
   for (int workers : {0, 2}) {
-    DataLoader loader(set, {.batch_size = 4, .shuffle = false, .num_workers = workers, .skip_bad = true});
+    DataLoader loader(
+        set, {.batch_size = 4, .shuffle = false, .num_workers = workers, .skip_bad = true});
     std::vector<std::int64_t> sizes;
     const auto seen = run_epoch(loader, &sizes);
     CHECK(loader.skipped() == 6);
@@ -244,13 +251,17 @@ TEST_CASE("data loader: memory does not grow with epochs (buffers come back from
   CHECK(cpu.stats().reserved_bytes.all().peak == reserved_after_first);
 }
 
-TEST_CASE("data loader: an in-memory uint8 image tensor through transforms, as InMemoryLoader orders it") {
+TEST_CASE(
+    "data loader: an in-memory uint8 image tensor through transforms, as InMemoryLoader orders "
+    "it") {
   Tensor images = empty({20, 1, 3, 3}, kUInt8);
-  for (std::int64_t i = 0; i < 20 * 9; ++i) images.data_ptr<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
+  for (std::int64_t i = 0; i < 20 * 9; ++i)
+    images.data_ptr<std::uint8_t>()[i] = static_cast<std::uint8_t>(i);
   Tensor labels = arange(20);
   auto set = std::make_shared<TensorImageDataset>(
-      images, labels, Compose({std::make_shared<ToTensor>(),
-                               std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.25f})}));
+      images, labels,
+      Compose({std::make_shared<ToTensor>(),
+               std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.25f})}));
   CHECK(set->spec().data_sizes == DimVector{1, 3, 3});
   InMemoryLoader reference(images, labels, {.batch_size = 6, .shuffle = true, .seed = 4});
   reference.set_epoch(1);
@@ -281,7 +292,8 @@ TEST_CASE("data loader: persistent_workers keeps one team across epochs, joined 
     reference = run_epoch(per_epoch);
   }
   {
-    DataLoader loader(set, {.batch_size = 16, .seed = 8, .num_workers = 2, .persistent_workers = true});
+    DataLoader loader(set,
+                      {.batch_size = 16, .seed = 8, .num_workers = 2, .persistent_workers = true});
     run_epoch(loader);
     const int threads_kept = thread_count();
     CHECK(threads_kept > threads_before);  // the team stays between epochs

@@ -28,7 +28,8 @@ Bytes idx_header(std::uint8_t type, const std::vector<std::uint32_t>& dims) {
 }
 
 template <class T>
-Bytes idx_file(std::uint8_t type, const std::vector<std::uint32_t>& dims, const std::vector<T>& values) {
+Bytes idx_file(std::uint8_t type, const std::vector<std::uint32_t>& dims,
+               const std::vector<T>& values) {
   Bytes b = idx_header(type, dims);
   for (T v : values) {
     std::uint64_t bits = 0;
@@ -58,18 +59,23 @@ TEST_CASE("idx: every type code round-trips, plain and gzip") {
       return path;
     };
     SECTION(gz ? "gzip" : "plain") {
-      Tensor u = data::read_idx(write("u8", idx_file<std::uint8_t>(0x08, {2, 3}, {0, 1, 2, 127, 128, 255})));
+      Tensor u = data::read_idx(
+          write("u8", idx_file<std::uint8_t>(0x08, {2, 3}, {0, 1, 2, 127, 128, 255})));
       REQUIRE(u.dtype() == kUInt8);
       CHECK(u.sizes() == IntArrayRef{2, 3});
       CHECK(u[1][2].item<std::int64_t>() == 255);
       CHECK(u[1][0].item<std::int64_t>() == 127);
 
-      Tensor s = data::read_idx(write("i16", idx_file<std::int16_t>(0x0B, {4}, {-32768, -1, 0, 32767})));
+      Tensor s =
+          data::read_idx(write("i16", idx_file<std::int16_t>(0x0B, {4}, {-32768, -1, 0, 32767})));
       REQUIRE(s.dtype() == kInt32);  // widened, sign kept
       const std::int32_t* sp = s.data_ptr<std::int32_t>();
-      CHECK(std::vector<std::int32_t>(sp, sp + 4) == std::vector<std::int32_t>{-32768, -1, 0, 32767});
+      CHECK(std::vector<std::int32_t>(sp, sp + 4) ==
+            std::vector<std::int32_t>{-32768, -1, 0, 32767});
 
-      Tensor i = data::read_idx(write("i32", idx_file<std::int32_t>(0x0C, {1, 1, 3}, {std::numeric_limits<std::int32_t>::min(), -7, 123456789})));
+      Tensor i = data::read_idx(write(
+          "i32", idx_file<std::int32_t>(
+                     0x0C, {1, 1, 3}, {std::numeric_limits<std::int32_t>::min(), -7, 123456789})));
       REQUIRE(i.dtype() == kInt32);
       CHECK(i.sizes() == IntArrayRef{1, 1, 3});
       CHECK(i.data_ptr<std::int32_t>()[0] == std::numeric_limits<std::int32_t>::min());
@@ -81,7 +87,8 @@ TEST_CASE("idx: every type code round-trips, plain and gzip") {
       CHECK(std::signbit(f.data_ptr<float>()[1]));
       CHECK(f.data_ptr<float>()[2] == 3.25e-5f);
 
-      Tensor d = data::read_idx(write("f64", idx_file<double>(0x0E, {2}, {3.141592653589793, -1e300})));
+      Tensor d =
+          data::read_idx(write("f64", idx_file<double>(0x0E, {2}, {3.141592653589793, -1e300})));
       REQUIRE(d.dtype() == kFloat64);
       CHECK(d.data_ptr<double>()[0] == 3.141592653589793);
       CHECK(d.data_ptr<double>()[1] == -1e300);
@@ -152,7 +159,8 @@ TEST_CASE("idx: damaged files are refused with the file's name and the fault") {
   CHECK_THAT(error_of(p), Contains(p) && Contains("absurd size"));
 
   p = plain("truncated", Bytes(good.begin(), good.end() - 1));
-  CHECK_THAT(error_of(p), Contains(p) && Contains("truncated data") && Contains("need 4 bytes, found 3"));
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("truncated data") && Contains("need 4 bytes, found 3"));
   Bytes longer = good;
   longer.insert(longer.end(), {9, 9, 9});
   p = plain("trailing", longer);
@@ -162,7 +170,8 @@ TEST_CASE("idx: damaged files are refused with the file's name and the fault") {
 TEST_CASE("idx: damaged gzip files are refused with the file's name and zlib's reason") {
   test::TempDir dir;
   std::vector<std::uint8_t> pixels(4096);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
+  for (std::size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
   const Bytes good = idx_file<std::uint8_t>(0x08, {4096}, pixels);
   test::write_gzip(dir.file("good.gz"), good);
   const Bytes gz = test::read_bytes(dir.file("good.gz"));
@@ -183,7 +192,8 @@ TEST_CASE("idx: damaged gzip files are refused with the file's name and zlib's r
   Bytes bad_crc = gz;
   bad_crc[bad_crc.size() - 8] ^= 1;
   p = write("crc.gz", bad_crc);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("corrupt gzip stream") && Contains("incorrect data check"));
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("corrupt gzip stream") && Contains("incorrect data check"));
 
   p = write("cut.gz", Bytes(gz.begin(), gz.end() - 20));
   CHECK_THAT(error_of(p), Contains(p) && Contains("truncated gzip stream"));
@@ -191,11 +201,13 @@ TEST_CASE("idx: damaged gzip files are refused with the file's name and zlib's r
   Bytes trailing = gz;
   trailing.insert(trailing.end(), {'j', 'u', 'n', 'k'});
   p = write("trailing.gz", trailing);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("4 trailing bytes after the end of the gzip stream"));
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("4 trailing bytes after the end of the gzip stream"));
 
   // Well-formed gzip whose content is short or long.
   test::write_gzip(dir.file("short.gz"), Bytes(good.begin(), good.end() - 96));
-  CHECK_THAT(error_of(dir.file("short.gz")), Contains("short.gz") && Contains("need 4096 bytes, found 4000"));
+  CHECK_THAT(error_of(dir.file("short.gz")),
+             Contains("short.gz") && Contains("need 4096 bytes, found 4000"));
   Bytes longer = good;
   longer.push_back(0);
   test::write_gzip(dir.file("long.gz"), longer);
@@ -203,5 +215,6 @@ TEST_CASE("idx: damaged gzip files are refused with the file's name and zlib's r
   // A header declaring far more than the compressed file can expand to is refused before
   // anything is allocated.
   test::write_gzip(dir.file("huge.gz"), idx_header(0x08, {1u << 30, 1u << 10}));
-  CHECK_THAT(error_of(dir.file("huge.gz")), Contains("huge.gz") && Contains("more than a gzip file"));
+  CHECK_THAT(error_of(dir.file("huge.gz")),
+             Contains("huge.gz") && Contains("more than a gzip file"));
 }

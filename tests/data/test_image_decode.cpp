@@ -59,12 +59,14 @@ TEST_CASE("image: 8-bit PNG of 1 to 4 channels decodes exactly, as stored and co
 TEST_CASE("image: 16-bit PNG keeps its precision as float in [0, 1]") {
   TempDir dir;
   std::vector<std::uint16_t> values(4 * 3 * 3);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint16_t>(i * 1777 + 1);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::uint16_t>(i * 1777 + 1);
   write_png16(dir.file("deep.png"), 4, 3, 3, values.data());
   const Image im = decode_file(dir.file("deep.png"), 0);
   REQUIRE(im.shape == ImageShape{4, 3, 3, true, ImageLayout::HWC});
   const float* f = static_cast<const float*>(im.pixels);
-  for (std::size_t i = 0; i < values.size(); ++i) CHECK(f[i] == Approx(values[i] / 65535.0f).margin(1e-7));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    CHECK(f[i] == Approx(values[i] / 65535.0f).margin(1e-7));
   // 1 + 1777 and 1 differ by less than one 8-bit step: only the float path tells them apart.
   CHECK(f[1] != f[0]);
   const Image gray = decode_file(dir.file("deep.png"), 1);
@@ -80,12 +82,15 @@ TEST_CASE("image: baseline and progressive JPEG decode close to their source pix
   int worst = 0;
   for (int y = 0; y < 16; ++y)
     for (int x = 0; x < 16; ++x)
-      for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(at(base, y, x, c) - pattern(y, x, c)));
+      for (int c = 0; c < 3; ++c)
+        worst = std::max(worst, std::abs(at(base, y, x, c) - pattern(y, x, c)));
   CHECK(worst <= 12);  // lossy, but close at quality 100
 
-  write_bytes(dir.file("prog.jpg"), Bytes(std::begin(kProgressiveJpeg), std::end(kProgressiveJpeg)));
+  write_bytes(dir.file("prog.jpg"),
+              Bytes(std::begin(kProgressiveJpeg), std::end(kProgressiveJpeg)));
   const Image prog = decode_file(dir.file("prog.jpg"), 0);
-  REQUIRE(prog.shape == ImageShape{kProgressiveJpegHeight, kProgressiveJpegWidth, 3, false, ImageLayout::HWC});
+  REQUIRE(prog.shape ==
+          ImageShape{kProgressiveJpegHeight, kProgressiveJpegWidth, 3, false, ImageLayout::HWC});
   worst = 0;
   for (int y = 0; y < prog.shape.height; ++y)
     for (int x = 0; x < prog.shape.width; ++x) {
@@ -103,8 +108,9 @@ TEST_CASE("image: truncated and corrupt PNG files are errors naming the file and
   const Bytes good = png_bytes(8, 8, 3);
   Bytes truncated(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2));
   write_bytes(dir.file("cut.png"), truncated);
-  CHECK_THROWS_WITH(decode_file(dir.file("cut.png"), 0),
-                    Contains(dir.file("cut.png")) && Contains("byte offset") && Contains("truncated"));
+  CHECK_THROWS_WITH(decode_file(dir.file("cut.png"), 0), Contains(dir.file("cut.png")) &&
+                                                             Contains("byte offset") &&
+                                                             Contains("truncated"));
   Bytes corrupt = good;
   corrupt[41 + 6] ^= 0x5a;  // inside IDAT's data (IHDR ends at 33): only the CRC notices
   write_bytes(dir.file("bad.png"), corrupt);
@@ -114,21 +120,26 @@ TEST_CASE("image: truncated and corrupt PNG files are errors naming the file and
   write_bytes(dir.file("noend.png"), no_iend);
   CHECK_THROWS_WITH(decode_file(dir.file("noend.png"), 0), Contains("IEND"));
   write_bytes(dir.file("text.png"), Bytes{'h', 'e', 'l', 'l', 'o'});
-  CHECK_THROWS_WITH(decode_file(dir.file("text.png"), 0), Contains(dir.file("text.png")) && Contains("not a PNG or JPEG"));
+  CHECK_THROWS_WITH(decode_file(dir.file("text.png"), 0),
+                    Contains(dir.file("text.png")) && Contains("not a PNG or JPEG"));
   write_bytes(dir.file("empty.png"), Bytes{});
   CHECK_THROWS_WITH(decode_file(dir.file("empty.png"), 0), Contains("0 bytes"));
-  CHECK_THROWS_WITH(decode_file(dir.file("missing.png"), 0), Contains(dir.file("missing.png")) && Contains("cannot open"));
+  CHECK_THROWS_WITH(decode_file(dir.file("missing.png"), 0),
+                    Contains(dir.file("missing.png")) && Contains("cannot open"));
 }
 
 TEST_CASE("image: truncated and corrupt JPEG files are errors naming the file") {
   TempDir dir;
   const Bytes good = jpeg_bytes(16, 16, 3);
   for (std::size_t cut : {good.size() - 1, good.size() / 2, std::size_t{40}, std::size_t{4}}) {
-    write_bytes(dir.file("cut.jpg"), Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
-    CHECK_THROWS_WITH(decode_file(dir.file("cut.jpg"), 0), Contains(dir.file("cut.jpg")) && Contains("truncated"));
+    write_bytes(dir.file("cut.jpg"),
+                Bytes(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
+    CHECK_THROWS_WITH(decode_file(dir.file("cut.jpg"), 0),
+                      Contains(dir.file("cut.jpg")) && Contains("truncated"));
   }
   const Bytes prog(std::begin(kProgressiveJpeg), std::end(kProgressiveJpeg));
-  write_bytes(dir.file("cut-prog.jpg"), Bytes(prog.begin(), prog.begin() + static_cast<std::ptrdiff_t>(prog.size() * 2 / 3)));
+  write_bytes(dir.file("cut-prog.jpg"),
+              Bytes(prog.begin(), prog.begin() + static_cast<std::ptrdiff_t>(prog.size() * 2 / 3)));
   CHECK_THROWS_WITH(decode_file(dir.file("cut-prog.jpg"), 0), Contains("truncated"));
   // A frame header claiming 0 lines is refused by the decoder itself.
   Bytes corrupt = good;
@@ -158,7 +169,8 @@ TEST_CASE("image: a header claiming an enormous image is refused before decoding
                     Contains("huge.png") && Contains("larger than the limit"));
 }
 
-TEST_CASE("image: a JPEG Huffman table with more than 256 codes is refused (stb_image would overflow)") {
+TEST_CASE(
+    "image: a JPEG Huffman table with more than 256 codes is refused (stb_image would overflow)") {
   Bytes jpg = jpeg_bytes(8, 8, 1);
   std::size_t dht = 0;
   for (std::size_t i = 2; i + 1 < jpg.size(); ++i)
@@ -167,14 +179,17 @@ TEST_CASE("image: a JPEG Huffman table with more than 256 codes is refused (stb_
       break;
     }
   REQUIRE(dht > 0);
-  for (std::size_t k = 0; k < 16; ++k) jpg[dht + 5 + k] = 255;  // the 16 code counts of its first table
+  for (std::size_t k = 0; k < 16; ++k)
+    jpg[dht + 5 + k] = 255;  // the 16 code counts of its first table
   Image out;
   CHECK_THROWS_WITH(decode_image(jpg.data(), jpg.size(), 0, "dht.jpg", out),
                     Contains("dht.jpg") && Contains("Huffman table with 4080 codes") &&
                         Contains("byte offset " + std::to_string(dht + 4)));
 }
 
-TEST_CASE("image: a JPEG scan using a Huffman table no DHT defined is refused (stb_image would read stale memory)") {
+TEST_CASE(
+    "image: a JPEG scan using a Huffman table no DHT defined is refused (stb_image would read "
+    "stale memory)") {
   Bytes jpg = jpeg_bytes(8, 8, 1);
   // Rename the first DHT segment to a comment (COM): its tables are then never defined.
   std::size_t dht = 0;

@@ -30,7 +30,8 @@ void make_tree(const TempDir& dir, int per_class = 4) {
     const int label = std::string(name) == "ant" ? 0 : std::string(name) == "moth" ? 1 : 2;
     for (int n = 0; n < per_class; ++n) {
       std::vector<std::uint8_t> pixels(36, static_cast<std::uint8_t>(40 * label + n));
-      write_png((dir.path() / name / (std::to_string(n) + ".png")).string(), 6, 6, 1, pixels.data());
+      write_png((dir.path() / name / (std::to_string(n) + ".png")).string(), 6, 6, 1,
+                pixels.data());
     }
   }
   write_bytes(dir.file("README.txt"), Bytes{'x'});  // a loose file beside the classes
@@ -43,7 +44,8 @@ TEST_CASE("image folder: classes sorted, labels from directories, pixels into CH
   make_tree(dir);
   fs::create_directories(dir.path() / "ant" / "notes");
   write_bytes((dir.path() / "ant" / "notes.txt").string(), Bytes{'x'});
-  auto set = std::make_shared<ImageFolder>(dir.path().string(), ImageFolderOptions{.transform = {std::make_shared<ToTensor>()}});
+  auto set = std::make_shared<ImageFolder>(
+      dir.path().string(), ImageFolderOptions{.transform = {std::make_shared<ToTensor>()}});
   CHECK(set->classes() == std::vector<std::string>{"ant", "moth", "zebra"});
   REQUIRE(set->size() == 12);
   CHECK(set->label(0) == 0);
@@ -77,9 +79,10 @@ TEST_CASE("image folder: augmented batches are identical for a seed at 0, 1 and 
   }
   ImageFolderOptions options;
   options.channels = 1;
-  options.transform = Compose({std::make_shared<RandomCrop>(6, 2), std::make_shared<RandomHorizontalFlip>(),
-                               std::make_shared<ToTensor>(),
-                               std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.25f})});
+  options.transform =
+      Compose({std::make_shared<RandomCrop>(6, 2), std::make_shared<RandomHorizontalFlip>(),
+               std::make_shared<ToTensor>(),
+               std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.25f})});
   auto set = std::make_shared<ImageFolder>(dir.path().string(), options);
   REQUIRE(set->size() == 80);
   std::vector<float> reference;
@@ -87,7 +90,8 @@ TEST_CASE("image folder: augmented batches are identical for a seed at 0, 1 and 
     DataLoader loader(set, {.batch_size = 7, .shuffle = true, .seed = 11, .num_workers = workers});
     loader.set_epoch(1);
     std::vector<float> all;
-    for (Batch& b : loader) all.insert(all.end(), b.data.data_ptr<float>(), b.data.data_ptr<float>() + b.data.numel());
+    for (Batch& b : loader)
+      all.insert(all.end(), b.data.data_ptr<float>(), b.data.data_ptr<float>() + b.data.numel());
     REQUIRE(all.size() == 80 * 36);
     if (reference.empty()) reference = all;
     CHECK(all == reference);
@@ -96,7 +100,8 @@ TEST_CASE("image folder: augmented batches are identical for a seed at 0, 1 and 
 
 TEST_CASE("image folder: bad trees are errors naming the directory") {
   TempDir dir;
-  CHECK_THROWS_WITH(ImageFolder(dir.file("nowhere")), Contains(dir.file("nowhere")) && Contains("not a directory"));
+  CHECK_THROWS_WITH(ImageFolder(dir.file("nowhere")),
+                    Contains(dir.file("nowhere")) && Contains("not a directory"));
   CHECK_THROWS_WITH(ImageFolder(dir.path().string()), Contains("no class directories"));
   fs::create_directories(dir.path() / "empty-class");
   CHECK_THROWS_WITH(ImageFolder(dir.path().string()), Contains("no images"));
@@ -117,7 +122,9 @@ TEST_CASE("image folder: bad trees are errors naming the directory") {
   }
 }
 
-TEST_CASE("image folder: damaged, mislabelled and odd-sized images name their file; skip_bad counts them") {
+TEST_CASE(
+    "image folder: damaged, mislabelled and odd-sized images name their file; skip_bad counts "
+    "them") {
   TempDir dir;
   make_tree(dir);
   const std::string truncated = (dir.path() / "ant" / "9.png").string();
@@ -146,8 +153,10 @@ TEST_CASE("image folder: damaged, mislabelled and odd-sized images name their fi
       }
     return std::string("no error");
   };
-  CHECK_THAT(error_of(truncated), Contains(truncated) && Contains("truncated") && Contains("byte offset"));
-  CHECK_THAT(error_of(mislabelled), Contains(mislabelled) && Contains("named as PNG but its bytes are JPEG"));
+  CHECK_THAT(error_of(truncated),
+             Contains(truncated) && Contains("truncated") && Contains("byte offset"));
+  CHECK_THAT(error_of(mislabelled),
+             Contains(mislabelled) && Contains("named as PNG but its bytes are JPEG"));
   CHECK_THAT(error_of(not_image), Contains(not_image) && Contains("not a PNG or JPEG"));
   CHECK_THAT(error_of(odd), Contains(odd) && Contains("8x8x1") && Contains("6x6x1"));
 

@@ -23,7 +23,9 @@ std::string error_of(std::string_view text) {
 TEST_CASE("json: objects, arrays, strings and integers") {
   const json::Value v = json::parse(
       R"( {"a": [1, -2, 9223372036854775807, -9223372036854775808], "b": {"c": "x\"\\\/\b\f\n\r\tA\u00e9\ud83d\ude00"},
-          "d": [], "e": {}, "f": "h\u00e9llo )" "caf\xc3\xa9" R"("}   )");
+          "d": [], "e": {}, "f": "h\u00e9llo )"
+      "caf\xc3\xa9"
+      R"("}   )");
   REQUIRE(v.is_object());
   REQUIRE(v.object.size() == 5);
   CHECK(v.object[0].first == "a");  // members keep their order

@@ -64,7 +64,8 @@ TEST_CASE("loader: batches are fresh tensors, not views of the dataset") {
   b.data.fill_(-1);
   CHECK(loader.batch(1).data[0][0].item<float>() == 4.0f);
   // A non-contiguous dataset is gathered by its logical rows.
-  InMemoryLoader transposed(arange(12, kFloat32).view({2, 6}).t(), arange(6), {.batch_size = 6, .shuffle = false});
+  InMemoryLoader transposed(arange(12, kFloat32).view({2, 6}).t(), arange(6),
+                            {.batch_size = 6, .shuffle = false});
   CHECK(transposed.batch(0).data[1][1].item<float>() == 7.0f);
 }
 
@@ -101,7 +102,8 @@ TEST_CASE("loader: each epoch is a permutation that depends only on (seed, epoch
 
 TEST_CASE("loader: bad options and mismatched tensors are refused") {
   CHECK_THROWS_WITH(make(4, {.batch_size = 0}), Contains("batch_size must be positive, got 0"));
-  CHECK_THROWS_WITH(InMemoryLoader(zeros({5, 3}), zeros({4})), Contains("data has 5 samples") && Contains("targets have 4"));
+  CHECK_THROWS_WITH(InMemoryLoader(zeros({5, 3}), zeros({4})),
+                    Contains("data has 5 samples") && Contains("targets have 4"));
   CHECK_THROWS_WITH(InMemoryLoader(zeros({}), zeros({1})), Contains("0-dim"));
   CHECK_THROWS_WITH(InMemoryLoader(Tensor(), zeros({1})), Contains("data is an undefined tensor"));
   InMemoryLoader loader = make(5, {.batch_size = 2});

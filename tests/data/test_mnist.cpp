@@ -32,7 +32,8 @@ Bytes labels_file(std::uint32_t n) {
 
 }  // namespace
 
-TEST_CASE("mnist: a synthetic split loads as uint8 pixels, normalised per batch, and int64 labels") {
+TEST_CASE(
+    "mnist: a synthetic split loads as uint8 pixels, normalised per batch, and int64 labels") {
   test::TempDir dir;
   test::write_bytes(dir.file("train-images-idx3-ubyte"), images_file(5, 4, 3));
   test::write_gzip(dir.file("train-labels-idx1-ubyte.gz"), labels_file(5));
@@ -55,32 +56,38 @@ TEST_CASE("mnist: a synthetic split loads as uint8 pixels, normalised per batch,
 
   MnistDataset test_split = load_mnist(dir.path().string(), Split::Test);
   CHECK(test_split.pixels.sizes() == IntArrayRef{2, 1, 28, 28});
-  CHECK(test_split.images(0, 1).data_ptr<float>()[0] == Approx(-kFashionMnistMean / kFashionMnistStd));
+  CHECK(test_split.images(0, 1).data_ptr<float>()[0] ==
+        Approx(-kFashionMnistMean / kFashionMnistStd));
   CHECK_THROWS_WITH(train.normalize(ones({2})), Contains("uint8"));
 }
 
 TEST_CASE("mnist: missing files, wrong types and mismatched counts are refused by name") {
   test::TempDir dir;
   const std::string d = dir.path().string();
-  CHECK_THROWS_WITH(load_mnist(d, Split::Train), Contains("train-images-idx3-ubyte.gz") && Contains("exists"));
+  CHECK_THROWS_WITH(load_mnist(d, Split::Train),
+                    Contains("train-images-idx3-ubyte.gz") && Contains("exists"));
   CHECK_THROWS_WITH(load_mnist(d + "/nowhere", Split::Test), Contains("no directory"));
 
   test::write_bytes(dir.file("train-images-idx3-ubyte"), images_file(5, 4, 4));
   test::write_bytes(dir.file("train-labels-idx1-ubyte"), labels_file(4));
   CHECK_THROWS_WITH(load_mnist(d, Split::Train),
-                    Contains("train-images-idx3-ubyte holds 5 images") && Contains("train-labels-idx1-ubyte holds 4 labels"));
+                    Contains("train-images-idx3-ubyte holds 5 images") &&
+                        Contains("train-labels-idx1-ubyte holds 4 labels"));
   // Labels where images belong.
   test::write_bytes(dir.file("train-images-idx3-ubyte"), labels_file(4));
-  CHECK_THROWS_WITH(load_mnist(d, Split::Train), Contains("expected uint8 images [N, H, W], found uint8 [4]"));
+  CHECK_THROWS_WITH(load_mnist(d, Split::Train),
+                    Contains("expected uint8 images [N, H, W], found uint8 [4]"));
   test::write_bytes(dir.file("train-images-idx3-ubyte"), images_file(4, 2, 2));
   test::write_bytes(dir.file("train-labels-idx1-ubyte"), images_file(4, 2, 2));
-  CHECK_THROWS_WITH(load_mnist(d, Split::Train), Contains("train-labels-idx1-ubyte: expected uint8 labels [N]"));
+  CHECK_THROWS_WITH(load_mnist(d, Split::Train),
+                    Contains("train-labels-idx1-ubyte: expected uint8 labels [N]"));
   CHECK_THROWS_WITH(load_mnist(d, Split::Train, 0.0, 0.0), Contains("positive std"));
 }
 
 TEST_CASE("mnist: the real Fashion-MNIST, where the Debian package is installed") {
   if (!std::filesystem::exists(kDefaultFashionMnistDir)) {
-    WARN(std::string(kDefaultFashionMnistDir) + " is missing (package dataset-fashion-mnist): check skipped");
+    WARN(std::string(kDefaultFashionMnistDir) +
+         " is missing (package dataset-fashion-mnist): check skipped");
     return;
   }
   MnistDataset test_split = load_mnist(kDefaultFashionMnistDir, Split::Test);

@@ -63,7 +63,8 @@ TEST_CASE("safetensors: all eight dtypes round-trip, with 0-dim and empty tensor
       {"empty", empty({0, 3}, kFloat32)},
       {"layer.0.weight/\"quoted\"", ones({1})},
   };
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"step", "1200"}, {"note", "caf\xc3\xa9 \"x\"\n"}};
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"step", "1200"}, {"note", "caf\xc3\xa9 \"x\"\n"}};
   save_safetensors(dir.file("m.safetensors"), tensors, metadata);
 
   const SafetensorsFile file = load_safetensors(dir.file("m.safetensors"));
@@ -92,11 +93,13 @@ TEST_CASE("safetensors: the byte layout is exactly the format's") {
   test::TempDir dir;
   const float a[] = {1.0f, -2.0f};
   const std::uint8_t b[] = {1, 2, 3};
-  save_safetensors(dir.file("x.safetensors"), {{"a", from_data(a, {2}, kFloat32)}, {"b", from_data(b, {3, 1}, kUInt8)}},
+  save_safetensors(dir.file("x.safetensors"),
+                   {{"a", from_data(a, {2}, kFloat32)}, {"b", from_data(b, {3, 1}, kUInt8)}},
                    {{"format", "pt"}});
   const Bytes file = test::read_bytes(dir.file("x.safetensors"));
-  std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                       R"("b":{"dtype":"U8","shape":[3,1],"data_offsets":[8,11]}})";
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"U8","shape":[3,1],"data_offsets":[8,11]}})";
   header.append((8 - header.size() % 8) % 8, ' ');  // padded so that the data is 8-aligned
   REQUIRE(file.size() == 8 + header.size() + 11);
   std::uint64_t n = 0;
@@ -126,7 +129,8 @@ TEST_CASE("safetensors: views are written as contiguous data, and names are chec
   CHECK(tensor_crc32(t) == tensor_crc32(t.contiguous()));
 
   const std::string p = dir.file("bad.safetensors");
-  CHECK_THROWS_WITH(save_safetensors(p, {{"a", ones({1})}, {"a", ones({2})}}), Contains("duplicate tensor name \"a\"") && Contains(p));
+  CHECK_THROWS_WITH(save_safetensors(p, {{"a", ones({1})}, {"a", ones({2})}}),
+                    Contains("duplicate tensor name \"a\"") && Contains(p));
   CHECK_THROWS_WITH(save_safetensors(p, {{"", ones({1})}}), Contains("empty name"));
   CHECK_THROWS_WITH(save_safetensors(p, {{"__metadata__", ones({1})}}), Contains("reserved"));
   CHECK_THROWS_WITH(save_safetensors(p, {{"u", Tensor()}}), Contains("tensor \"u\" is undefined"));
@@ -150,59 +154,94 @@ TEST_CASE("safetensors: malformed files are refused, naming the file and the ten
 
   test::write_bytes(dir.file("tiny"), {1, 2, 3});
   CHECK_THAT(error_of(dir.file("tiny")), Contains(dir.file("tiny")) && Contains("too short"));
-  CHECK_THAT(error_of(dir.file("missing")), Contains(dir.file("missing")) && Contains("cannot open"));
+  CHECK_THAT(error_of(dir.file("missing")),
+             Contains(dir.file("missing")) && Contains("cannot open"));
   p = write_raw(dir, "len", "{}", {}, 1000);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("header length 1000 goes beyond the file of 10 bytes"));
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("header length 1000 goes beyond the file of 10 bytes"));
   p = write_raw(dir, "json", "{\"a\": {\"dtype\": \"F32\",}}", {});
-  CHECK_THAT(error_of(p), Contains(p) && Contains("invalid JSON header: byte 22: expected a string key"));
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("invalid JSON header: byte 22: expected a string key"));
   p = write_raw(dir, "array", "[]", {});
   CHECK_THAT(error_of(p), Contains(p) && Contains("must be a JSON object, found array"));
-  p = write_raw(dir, "dtype", one("w", R"({"dtype":"Q7","shape":[2],"data_offsets":[0,8]})"), eight);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"w\"") && Contains("unknown dtype \"Q7\""));
+  p = write_raw(dir, "dtype", one("w", R"({"dtype":"Q7","shape":[2],"data_offsets":[0,8]})"),
+                eight);
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("tensor \"w\"") && Contains("unknown dtype \"Q7\""));
   p = write_raw(dir, "i8", one("w", R"({"dtype":"I8","shape":[8],"data_offsets":[0,8]})"), eight);
   CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("dtype I8 is not supported"));
-  p = write_raw(dir, "size", one("w", R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})"), eight);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"w\"") && Contains("needs 12 bytes but data_offsets [0, 8] span 8"));
-  p = write_raw(dir, "reversed", one("w", R"({"dtype":"U8","shape":[0],"data_offsets":[8,4]})"), eight);
-  CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("0 <= begin <= end"));
-  p = write_raw(dir, "negative", one("w", R"({"dtype":"U8","shape":[2],"data_offsets":[-2,0]})"), eight);
-  CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("0 <= begin <= end"));
-  p = write_raw(dir, "range", one("w", R"({"dtype":"F64","shape":[100],"data_offsets":[0,800]})"), eight);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"w\"") && Contains("reach past the end") &&
-                              Contains("holds 8 bytes"));
-  p = write_raw(dir, "truncated", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+  p = write_raw(dir, "size", one("w", R"({"dtype":"F32","shape":[3],"data_offsets":[0,8]})"),
                 eight);
+  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"w\"") &&
+                              Contains("needs 12 bytes but data_offsets [0, 8] span 8"));
+  p = write_raw(dir, "reversed", one("w", R"({"dtype":"U8","shape":[0],"data_offsets":[8,4]})"),
+                eight);
+  CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("0 <= begin <= end"));
+  p = write_raw(dir, "negative", one("w", R"({"dtype":"U8","shape":[2],"data_offsets":[-2,0]})"),
+                eight);
+  CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("0 <= begin <= end"));
+  p = write_raw(dir, "range", one("w", R"({"dtype":"F64","shape":[100],"data_offsets":[0,800]})"),
+                eight);
+  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"w\"") &&
+                              Contains("reach past the end") && Contains("holds 8 bytes"));
+  p = write_raw(
+      dir, "truncated",
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      eight);
   CHECK_THAT(error_of(p), Contains("tensor \"b\"") && Contains("reach past the end"));
-  p = write_raw(dir, "overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+  p = write_raw(
+      dir, "overlap",
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      eight);
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("tensor \"b\"") && Contains("overlap tensor \"a\""));
+  p = write_raw(
+      dir, "gap",
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}})",
+      eight);
+  CHECK_THAT(error_of(p),
+             Contains("tensor \"b\"") && Contains("gap of 2 bytes after tensor \"a\""));
+  p = write_raw(dir, "gap0", one("w", R"({"dtype":"F32","shape":[1],"data_offsets":[4,8]})"),
                 eight);
-  CHECK_THAT(error_of(p), Contains(p) && Contains("tensor \"b\"") && Contains("overlap tensor \"a\""));
-  p = write_raw(dir, "gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}})",
-                eight);
-  CHECK_THAT(error_of(p), Contains("tensor \"b\"") && Contains("gap of 2 bytes after tensor \"a\""));
-  p = write_raw(dir, "gap0", one("w", R"({"dtype":"F32","shape":[1],"data_offsets":[4,8]})"), eight);
   CHECK_THAT(error_of(p), Contains("gap of 4 bytes after the header"));
-  p = write_raw(dir, "trailing", one("w", R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})"), eight);
+  p = write_raw(dir, "trailing", one("w", R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})"),
+                eight);
   CHECK_THAT(error_of(p), Contains(p) && Contains("4 trailing bytes after the last tensor"));
   p = write_raw(dir, "nokey", one("w", R"({"dtype":"F32","shape":[2]})"), eight);
   CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("missing \"data_offsets\""));
-  p = write_raw(dir, "extra", one("w", R"({"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1})"), eight);
+  p = write_raw(dir, "extra", one("w", R"({"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1})"),
+                eight);
   CHECK_THAT(error_of(p), Contains("unexpected key \"x\""));
-  p = write_raw(dir, "shape", one("w", R"({"dtype":"F32","shape":["2"],"data_offsets":[0,8]})"), eight);
+  p = write_raw(dir, "shape", one("w", R"({"dtype":"F32","shape":["2"],"data_offsets":[0,8]})"),
+                eight);
   CHECK_THAT(error_of(p), Contains("tensor \"w\"") && Contains("non-negative integers"));
-  p = write_raw(dir, "shapekind", one("w", R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"), eight);
+  p = write_raw(dir, "shapekind", one("w", R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"),
+                eight);
   CHECK_THAT(error_of(p), Contains("\"shape\" must be array, found integer"));
-  p = write_raw(dir, "dims", one("w", R"({"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]})"), {1});
+  p = write_raw(dir, "dims",
+                one("w", R"({"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]})"),
+                {1});
   CHECK_THAT(error_of(p), Contains("9 dims"));
-  p = write_raw(dir, "huge", one("w", R"({"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]})"), eight);
+  p = write_raw(dir, "huge",
+                one("w", R"({"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]})"),
+                eight);
   CHECK_THAT(error_of(p), Contains("more than 2^64"));
   p = write_raw(dir, "meta", R"({"__metadata__":{"step":12}})", {});
-  CHECK_THAT(error_of(p), Contains(p) && Contains("value of \"step\" must be a string, found integer"));
-  p = write_raw(dir, "bool", one("flags", R"({"dtype":"BOOL","shape":[3],"data_offsets":[0,3]})"), {1, 0, 2});
+  CHECK_THAT(error_of(p),
+             Contains(p) && Contains("value of \"step\" must be a string, found integer"));
+  p = write_raw(dir, "bool", one("flags", R"({"dtype":"BOOL","shape":[3],"data_offsets":[0,3]})"),
+                {1, 0, 2});
   CHECK_THAT(error_of(p), Contains("tensor \"flags\"") && Contains("element 2 holds byte 2"));
-  p = write_raw(dir, "dup", R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})", {});
+  p = write_raw(
+      dir, "dup",
+      R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})",
+      {});
   CHECK_THAT(error_of(p), Contains("duplicate key \"a\""));
   // Header padding of spaces is accepted, as are several empty tensors at one offset.
-  p = write_raw(dir, "ok", R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"c":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}   )", {5});
+  p = write_raw(
+      dir, "ok",
+      R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"c":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}   )",
+      {5});
   CHECK(load_safetensors(p).at("b").item<std::int64_t>() == 5);
 }
 
@@ -235,9 +274,11 @@ TEST_CASE("safetensors: saving is atomic: the previous file survives a failed or
 
   // When the temporary cannot even be created, the error says so and names the file.
   std::filesystem::create_directory(p + ".tmp");
-  CHECK_THROWS_WITH(save_safetensors(p, {{"w", full({4}, 4.0)}}), Contains("cannot create " + p + ".tmp"));
+  CHECK_THROWS_WITH(save_safetensors(p, {{"w", full({4}, 4.0)}}),
+                    Contains("cannot create " + p + ".tmp"));
   CHECK(load_safetensors(p).at("w")[0].item<float>() == 3.0f);
   std::filesystem::remove(p + ".tmp");
   // A directory that does not exist.
-  CHECK_THROWS_WITH(save_safetensors(dir.file("no/such/dir.safetensors"), {{"w", ones({1})}}), Contains("no/such/dir"));
+  CHECK_THROWS_WITH(save_safetensors(dir.file("no/such/dir.safetensors"), {{"w", ones({1})}}),
+                    Contains("no/such/dir"));
 }

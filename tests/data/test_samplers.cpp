@@ -51,7 +51,8 @@ TEST_CASE("samplers: RandomSampler is a permutation per epoch, fixed by (seed, e
   CHECK(small != SequentialSampler(8).order(0));
 }
 
-TEST_CASE("samplers: ShardShuffleSampler shuffles shards and within shards, keeping them together") {
+TEST_CASE(
+    "samplers: ShardShuffleSampler shuffles shards and within shards, keeping them together") {
   const std::vector<std::int64_t> groups = {4, 3, 5};  // samples 0-3, 4-6, 7-11
   const ShardShuffleSampler s(groups, 9);
   CHECK(s.size() == 12);
@@ -64,7 +65,8 @@ TEST_CASE("samplers: ShardShuffleSampler shuffles shards and within shards, keep
     auto group_of = [](std::int64_t i) { return i < 4 ? 0 : i < 7 ? 1 : 2; };
     // Contiguous runs: the group changes exactly twice along the order.
     int changes = 0;
-    for (std::size_t i = 1; i < order.size(); ++i) changes += group_of(order[i]) != group_of(order[i - 1]);
+    for (std::size_t i = 1; i < order.size(); ++i)
+      changes += group_of(order[i]) != group_of(order[i - 1]);
     CHECK(changes == 2);
     first_groups.insert(group_of(order[0]));
     seen.insert(order);
@@ -75,7 +77,8 @@ TEST_CASE("samplers: ShardShuffleSampler shuffles shards and within shards, keep
 
 TEST_CASE("samplers: RandomSampler's order is InMemoryLoader's for the same seed and epoch") {
   frugal::Tensor data = frugal::arange(50, frugal::kFloat32);
-  frugal::data::InMemoryLoader loader(data, frugal::arange(50), {.batch_size = 50, .shuffle = true, .seed = 21});
+  frugal::data::InMemoryLoader loader(data, frugal::arange(50),
+                                      {.batch_size = 50, .shuffle = true, .seed = 21});
   for (std::int64_t e : {0, 3}) {
     loader.set_epoch(e);
     CHECK(RandomSampler(50, 21).order(e) == loader.order());

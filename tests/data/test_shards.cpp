@@ -26,7 +26,8 @@ const std::vector<std::string> kClasses = {"even", "odd"};
 
 // n raw 5x4x1 samples, sample i filled with value i, label i % 2, 4 per shard.
 std::vector<std::string> write_raw(const TempDir& dir, int n) {
-  ShardWriter writer(dir.file("train"), ShardEncoding::Raw, {5, 4, 1, false, ImageLayout::HWC}, kClasses, 4);
+  ShardWriter writer(dir.file("train"), ShardEncoding::Raw, {5, 4, 1, false, ImageLayout::HWC},
+                     kClasses, 4);
   Image im;
   for (int i = 0; i < n; ++i) {
     std::memset(im.reset({5, 4, 1, false, ImageLayout::HWC}), i, 20);
@@ -47,7 +48,8 @@ std::uint64_t get64(const Bytes& b, std::size_t at) {
 void reseal_header(Bytes& b) { put32(b, 124, static_cast<std::uint32_t>(crc32(0, b.data(), 124))); }
 void reseal_index(Bytes& b) {
   const std::uint64_t index = get64(b, 48), count = get64(b, 40);
-  put32(b, 72, static_cast<std::uint32_t>(crc32(0, b.data() + index, static_cast<uInt>(count * 16))));
+  put32(b, 72,
+        static_cast<std::uint32_t>(crc32(0, b.data() + index, static_cast<uInt>(count * 16))));
   reseal_header(b);
 }
 
@@ -90,9 +92,10 @@ TEST_CASE("shards: raw samples round-trip through several shards, read in place"
   }
   // Transforms apply to the mapped pixels as to decoded ones.
   auto normalized = std::make_shared<ShardDataset>(
-      files, ShardDatasetOptions{.transform = {std::make_shared<ToTensor>(), std::make_shared<Normalize>(
-                                                                                 std::vector<float>{0.0f},
-                                                                                 std::vector<float>{2.0f / 255.0f})}});
+      files, ShardDatasetOptions{
+                 .transform = {std::make_shared<ToTensor>(),
+                               std::make_shared<Normalize>(std::vector<float>{0.0f},
+                                                           std::vector<float>{2.0f / 255.0f})}});
   float out[20];
   std::int64_t label;
   normalized->get(7, {out, &label, 0});
@@ -145,7 +148,8 @@ TEST_CASE("shards: damaged shards are errors naming the file and the byte offset
   put32(outside, index + 2 * 16, 0x7fffff00u);
   reseal_index(outside);
   CHECK_THAT(with(outside), Contains(path) && Contains("index entry 2") &&
-                                Contains("byte offset " + std::to_string(index + 32)) && Contains("outside"));
+                                Contains("byte offset " + std::to_string(index + 32)) &&
+                                Contains("outside"));
   Bytes label = good;
   put32(label, index + 16 + 12, 5);
   reseal_index(label);
@@ -163,7 +167,9 @@ TEST_CASE("shards: damaged shards are errors naming the file and the byte offset
   CHECK_THROWS_WITH(ShardDataset(std::vector<std::string>{files[0], path}), Contains(path));
 }
 
-TEST_CASE("shards: a damaged encoded sample names the shard, the sample and its offset; skip_bad counts it") {
+TEST_CASE(
+    "shards: a damaged encoded sample names the shard, the sample and its offset; skip_bad counts "
+    "it") {
   TempDir dir;
   ShardWriter writer(dir.file("enc"), ShardEncoding::Encoded, {}, kClasses, 100);
   const Bytes png = png_bytes(6, 5, 1);
@@ -179,7 +185,8 @@ TEST_CASE("shards: a damaged encoded sample names the shard, the sample and its 
     FAIL("expected an error");
   } catch (const SampleError& e) {
     CHECK(e.index() == 4);
-    CHECK_THAT(std::string(e.what()), Contains(files[0]) && Contains("sample 4 at byte offset") && Contains("truncated"));
+    CHECK_THAT(std::string(e.what()),
+               Contains(files[0]) && Contains("sample 4 at byte offset") && Contains("truncated"));
   }
   DataLoader lenient(set, {.batch_size = 3, .shuffle = false, .num_workers = 2, .skip_bad = true});
   std::int64_t seen = 0;

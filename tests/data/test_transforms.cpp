@@ -18,7 +18,8 @@ Image make(int h, int w, int c) {
   auto* p = static_cast<unsigned char*>(im.reset({h, w, c, false, ImageLayout::HWC}));
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) p[(y * w + x) * c + k] = static_cast<unsigned char>(10 * y + x + 100 * k);
+      for (int k = 0; k < c; ++k)
+        p[(y * w + x) * c + k] = static_cast<unsigned char>(10 * y + x + 100 * k);
   return im;
 }
 
@@ -58,7 +59,8 @@ TEST_CASE("transforms: RandomCrop pads with zeros and covers every offset, unifo
           for (int x = 0; x < 5 && match; ++x)
             for (int c = 0; c < 2 && match; ++c) {
               const int sy = y + oy, sx = x + ox;
-              const int want = (sy < 0 || sy >= 4 || sx < 0 || sx >= 5) ? 0 : 10 * sy + sx + 100 * c;
+              const int want =
+                  (sy < 0 || sy >= 4 || sx < 0 || sx >= 5) ? 0 : 10 * sy + sx + 100 * c;
               match = px(out, y, x, c) == want;
             }
         if (match) {
@@ -70,7 +72,8 @@ TEST_CASE("transforms: RandomCrop pads with zeros and covers every offset, unifo
     offsets.insert({dy, dx});
   }
   CHECK(offsets.size() == 9);  // all 3 x 3 placements occur
-  CHECK_THROWS_WITH(RandomCrop(10, 10, 1).output_shape(in.shape), Contains("smaller than the crop"));
+  CHECK_THROWS_WITH(RandomCrop(10, 10, 1).output_shape(in.shape),
+                    Contains("smaller than the crop"));
   CHECK_THROWS(RandomCrop(4, 4, -1));
 }
 
@@ -97,7 +100,8 @@ TEST_CASE("transforms: RandomHorizontalFlip mirrors rows with probability p") {
       for (int c = 0; c < 3; ++c) CHECK(px(flipped, y, x, c) == px(in, y, 3 - x, c));
   CHECK(run(RandomHorizontalFlip(0.0), in).pixels == in.pixels);
   int flips = 0;
-  for (std::uint64_t seed = 0; seed < 1000; ++seed) flips += run(RandomHorizontalFlip(0.5), in, seed).pixels != in.pixels;
+  for (std::uint64_t seed = 0; seed < 1000; ++seed)
+    flips += run(RandomHorizontalFlip(0.5), in, seed).pixels != in.pixels;
   CHECK(flips > 430);
   CHECK(flips < 570);
   CHECK_THROWS(RandomHorizontalFlip(1.5));
@@ -132,7 +136,8 @@ TEST_CASE("transforms: ToTensor makes CHW floats in [0, 1]; Normalize standardis
   CHECK(fx(n, 1, 2, 1) == Approx(((10 + 2 + 100) / 255.0f - 0.25f) / 2.0f));
   CHECK(fx(n, 0, 1, 0) == Approx((1 / 255.0f - 0.5f) / 0.5f));
   CHECK_THROWS_WITH(Normalize({0.5f}, {0.5f}).output_shape(in.shape), Contains("ToTensor"));
-  CHECK_THROWS_WITH(Normalize({0.1f, 0.2f, 0.3f}, {1, 1, 1}).output_shape(t.shape), Contains("3 means"));
+  CHECK_THROWS_WITH(Normalize({0.1f, 0.2f, 0.3f}, {1, 1, 1}).output_shape(t.shape),
+                    Contains("3 means"));
   CHECK_THROWS(Normalize({0.5f}, {0.0f}));
   // Crops and flips work on CHW floats too.
   const Image tf = run(RandomHorizontalFlip(1.0), t);
@@ -141,27 +146,32 @@ TEST_CASE("transforms: ToTensor makes CHW floats in [0, 1]; Normalize standardis
 
 TEST_CASE("transforms: Compose applies in order, and the same seed gives the same result") {
   const Image in = make(6, 6, 1);
-  const Compose pipeline({std::make_shared<RandomCrop>(6, 2), std::make_shared<RandomHorizontalFlip>(),
-                          std::make_shared<ToTensor>(), std::make_shared<Normalize>(std::vector<float>{0.5f},
-                                                                                    std::vector<float>{0.5f})});
+  const Compose pipeline(
+      {std::make_shared<RandomCrop>(6, 2), std::make_shared<RandomHorizontalFlip>(),
+       std::make_shared<ToTensor>(),
+       std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.5f})});
   CHECK(pipeline.output_shape(in.shape) == ImageShape{6, 6, 1, true, ImageLayout::CHW});
   CHECK_THAT(pipeline.str(), Contains("RandomCrop") && Contains("Normalize"));
   Image a1, b1, a2, b2;
   SampleRandom r1(77), r2(77);
   const Image& x = pipeline(in, a1, b1, r1);
-  const std::vector<float> first(static_cast<const float*>(x.pixels), static_cast<const float*>(x.pixels) + 36);
+  const std::vector<float> first(static_cast<const float*>(x.pixels),
+                                 static_cast<const float*>(x.pixels) + 36);
   const Image& y = pipeline(in, a2, b2, r2);
-  CHECK(std::vector<float>(static_cast<const float*>(y.pixels), static_cast<const float*>(y.pixels) + 36) == first);
+  CHECK(std::vector<float>(static_cast<const float*>(y.pixels),
+                           static_cast<const float*>(y.pixels) + 36) == first);
   bool differs = false;
   for (std::uint64_t s = 78; s < 90 && !differs; ++s) {
     SampleRandom r(s);
     const Image& z = pipeline(in, a2, b2, r);
-    differs = std::vector<float>(static_cast<const float*>(z.pixels), static_cast<const float*>(z.pixels) + 36) != first;
+    differs = std::vector<float>(static_cast<const float*>(z.pixels),
+                                 static_cast<const float*>(z.pixels) + 36) != first;
   }
   CHECK(differs);
   // Order matters: Normalize before ToTensor is refused when the shapes are worked out.
-  const Compose wrong({std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.5f}),
-                       std::make_shared<ToTensor>()});
+  const Compose wrong(
+      {std::make_shared<Normalize>(std::vector<float>{0.5f}, std::vector<float>{0.5f}),
+       std::make_shared<ToTensor>()});
   CHECK_THROWS_WITH(wrong.output_shape(in.shape), Contains("ToTensor"));
 }
 
@@ -172,14 +182,16 @@ TEST_CASE("transforms: write_chw lays HWC pixels out channel by channel") {
   CHECK(out == std::vector<unsigned char>{0, 1, 10, 11, 100, 101, 110, 111, 200, 201, 210, 211});
 }
 
-TEST_CASE("transforms: fused steps give what the transforms give one by one, straight into the slot") {
+TEST_CASE(
+    "transforms: fused steps give what the transforms give one by one, straight into the slot") {
   Image in;
   auto* p = static_cast<unsigned char*>(in.reset({9, 7, 3, false, ImageLayout::HWC}));
   for (int i = 0; i < 9 * 7 * 3; ++i) p[i] = static_cast<unsigned char>(i * 37 % 251);
   auto crop = std::make_shared<RandomCrop>(8, 6, 2);
   auto flip = std::make_shared<RandomHorizontalFlip>();
   auto to_tensor = std::make_shared<ToTensor>();
-  auto normalize = std::make_shared<Normalize>(std::vector<float>{0.1f, 0.2f, 0.3f}, std::vector<float>{0.5f, 0.6f, 0.7f});
+  auto normalize = std::make_shared<Normalize>(std::vector<float>{0.1f, 0.2f, 0.3f},
+                                               std::vector<float>{0.5f, 0.6f, 0.7f});
   const Compose fused({crop, flip, to_tensor, normalize});
   for (std::uint64_t seed = 0; seed < 50; ++seed) {
     // One by one, each on the output of the one before, with one generator.

@@ -59,7 +59,8 @@ std::string gradcheck(const OpFn& f, const std::vector<Tensor>& inputs,
       data[j] = saved;
       const double numeric = (plus - minus) / (2 * options.eps);
       const double a = analytic.data_ptr<double>()[j];
-      const double excess = std::abs(a - numeric) - (options.atol + options.rtol * std::abs(numeric));
+      const double excess =
+          std::abs(a - numeric) - (options.atol + options.rtol * std::abs(numeric));
       if (!(excess <= 0) && (worst_at < 0 || excess > worst || std::isnan(excess))) {
         worst = excess;
         worst_at = j;

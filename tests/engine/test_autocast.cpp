@@ -23,7 +23,9 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   return sum(gt(abs(sub(a, b)), bound)).item<std::int64_t>() == 0;
 }
 
-std::int64_t requested_now() { return alloc::cpu_allocator().stats().requested_bytes.all().current; }
+std::int64_t requested_now() {
+  return alloc::cpu_allocator().stats().requested_bytes.all().current;
+}
 
 // Runs `op` on inputs of dtype `in` (and a float32 second operand where the op has one, to
 // see promotion) and returns the result's dtype.
@@ -163,7 +165,8 @@ TEST_CASE("autocast: a weight is cast once per outermost region and the cast fre
   CHECK(requested_now() == before);  // the cast's memory went back with the graph
 }
 
-TEST_CASE("autocast: backward runs in the forward's dtypes and the float32 weights get float32 grads") {
+TEST_CASE(
+    "autocast: backward runs in the forward's dtypes and the float32 weights get float32 grads") {
   Generator gen(7);
   const Tensor w1 = mul(randn({3, 1, 3, 3}, {}, &gen), 0.3).requires_grad_();
   const Tensor w2 = mul(randn({5, 3 * 6 * 6}, {}, &gen), 0.1).requires_grad_();

@@ -8,7 +8,9 @@ using namespace frugal;
 using Catch::Matchers::Contains;
 
 namespace {
-double at(const Tensor& t, std::int64_t i) { return t.to(kFloat64).contiguous().data_ptr<double>()[i]; }
+double at(const Tensor& t, std::int64_t i) {
+  return t.to(kFloat64).contiguous().data_ptr<double>()[i];
+}
 }  // namespace
 
 TEST_CASE("leaf gradients accumulate across backward calls") {

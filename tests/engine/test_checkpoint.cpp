@@ -50,7 +50,8 @@ struct StepResult {
 StepResult step(nn::Sequential& model, const Tensor& x, const Tensor& target, int segments) {
   default_generator().set_state(99, 12345);
   const Tensor input = x.detach().requires_grad_();
-  const Tensor logits = segments == 0 ? model.forward(input) : nn::checkpoint_sequential(model, segments, input);
+  const Tensor logits =
+      segments == 0 ? model.forward(input) : nn::checkpoint_sequential(model, segments, input);
   StepResult r;
   r.loss = cross_entropy(logits, target);
   r.loss.backward();
@@ -67,7 +68,9 @@ TEST_CASE("checkpoint: the gradients of a function with parameters and dropout a
   Generator gen(3);
   Tensor w = randn({16, 16}, {}, &gen).requires_grad_();
   Tensor x = randn({8, 16}, {}, &gen).requires_grad_();
-  const auto fn = [&w](const std::vector<Tensor>& in) { return dropout(relu(matmul(in[0], w)), 0.5, true).tanh(); };
+  const auto fn = [&w](const std::vector<Tensor>& in) {
+    return dropout(relu(matmul(in[0], w)), 0.5, true).tanh();
+  };
 
   default_generator().set_state(5, 0);
   fn({x}).sum().backward();
@@ -91,7 +94,8 @@ TEST_CASE("checkpoint: the gradients of a function with parameters and dropout a
 TEST_CASE("checkpoint: parameters get gradients even when no input requires grad") {
   const Tensor w = full({4}, 2.0).requires_grad_();
   const Tensor x = arange(4, kFloat32);
-  const Tensor y = autograd::checkpoint([&w](const std::vector<Tensor>& in) { return in[0] * w; }, {x});
+  const Tensor y =
+      autograd::checkpoint([&w](const std::vector<Tensor>& in) { return in[0] * w; }, {x});
   y.sum().backward();
   REQUIRE(w.grad().defined());
   CHECK(identical(w.grad(), x));
@@ -100,11 +104,13 @@ TEST_CASE("checkpoint: parameters get gradients even when no input requires grad
 TEST_CASE("checkpoint: under NoGradGuard it is the plain function, with no node") {
   NoGradGuard no_grad;
   const Tensor x = ones({3}).requires_grad_();
-  const Tensor y = autograd::checkpoint([](const std::vector<Tensor>& in) { return in[0] * 2.0; }, {x});
+  const Tensor y =
+      autograd::checkpoint([](const std::vector<Tensor>& in) { return in[0] * 2.0; }, {x});
   CHECK(y.grad_fn() == nullptr);
 }
 
-TEST_CASE("checkpoint: retain_graph lets backward recompute twice; without it the second is an error") {
+TEST_CASE(
+    "checkpoint: retain_graph lets backward recompute twice; without it the second is an error") {
   const Tensor w = full({3}, 3.0).requires_grad_();
   const auto fn = [&w](const std::vector<Tensor>& in) { return (in[0] * w).sum(); };
   const Tensor y = autograd::checkpoint(fn, {ones({3})});
@@ -127,7 +133,9 @@ TEST_CASE("checkpoint: a function that modifies its input in place is caught in 
   CHECK_THROWS_AS(y.sum().backward(), Error);
 }
 
-TEST_CASE("checkpoint_sequential: bit-identical gradients and batch-norm statistics with dropout and BN") {
+TEST_CASE(
+    "checkpoint_sequential: bit-identical gradients and batch-norm statistics with dropout and "
+    "BN") {
   manual_seed(1);
   auto plain = model_with_dropout_and_bn();
   Generator gen(2);
@@ -161,11 +169,14 @@ namespace {
 // 20 blocks of conv 3x3 + BN-ReLU: the deep network of the issue, at a size a test can afford.
 std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) {
   auto s = std::make_shared<nn::Sequential>();
-  s->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, channels, 3).padding(1).bias(false)));
+  s->push_back(
+      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, channels, 3).padding(1).bias(false)));
   s->push_back(std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
   for (int i = 1; i < blocks; ++i) {
-    s->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)));
-    s->push_back(std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
+    s->push_back(std::make_shared<nn::Conv2d>(
+        nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)));
+    s->push_back(
+        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
   }
   s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
   s->push_back(std::make_shared<nn::Flatten>());
@@ -175,11 +186,13 @@ std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) 
 
 // The peak allocated bytes of one forward and backward (everything live counted: parameters,
 // input, gradients), and the parameters' gradients.
-std::int64_t peak_of_step(nn::Sequential& model, const Tensor& x, const Tensor& target, int segments) {
+std::int64_t peak_of_step(nn::Sequential& model, const Tensor& x, const Tensor& target,
+                          int segments) {
   model.zero_grad();
   alloc::cpu_allocator().reset_peak_memory_stats();
   {
-    const Tensor logits = segments == 0 ? model.forward(x) : nn::checkpoint_sequential(model, segments, x);
+    const Tensor logits =
+        segments == 0 ? model.forward(x) : nn::checkpoint_sequential(model, segments, x);
     cross_entropy(logits, target).backward();
   }
   return alloc::cpu_allocator().stats().allocated_bytes.all().peak;
@@ -196,7 +209,8 @@ TEST_CASE("checkpoint_sequential: a 20-block conv net's peak allocated bytes fal
 
   const std::int64_t plain = peak_of_step(*model, x, target, 0);
   nn::NamedTensors plain_grads;
-  for (const auto& [name, p] : model->named_parameters()) plain_grads.emplace_back(name, p.grad().clone());
+  for (const auto& [name, p] : model->named_parameters())
+    plain_grads.emplace_back(name, p.grad().clone());
   const std::int64_t checkpointed = peak_of_step(*model, x, target, 6);  // about sqrt(42 modules)
   const double reduction = 1.0 - static_cast<double>(checkpointed) / static_cast<double>(plain);
   INFO("peak allocated: plain " << plain << " B, checkpointed " << checkpointed << " B, reduction "
@@ -211,16 +225,20 @@ TEST_CASE("checkpoint_sequential: a 20-block conv net's peak allocated bytes fal
 
 TEST_CASE("checkpoint_segment_starts: even splits, and no segment starts at an in-place ReLU") {
   std::vector<std::shared_ptr<nn::Module>> m{
-      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::ReLU>(true),
-      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::ReLU>(false), std::make_shared<nn::Linear>(2, 2)};
+      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Linear>(2, 2),
+      std::make_shared<nn::ReLU>(true),   std::make_shared<nn::Linear>(2, 2),
+      std::make_shared<nn::ReLU>(false),  std::make_shared<nn::Linear>(2, 2)};
   CHECK(nn::checkpoint_segment_starts(m, 1) == std::vector<std::size_t>{0});
-  CHECK(nn::checkpoint_segment_starts(m, 3) == std::vector<std::size_t>{0, 1, 4});   // 2 is in place: 1
+  CHECK(nn::checkpoint_segment_starts(m, 3) ==
+        std::vector<std::size_t>{0, 1, 4});  // 2 is in place: 1
   CHECK(nn::checkpoint_segment_starts(m, 6) == std::vector<std::size_t>{0, 1, 3, 4, 5});
   CHECK(nn::checkpoint_segment_starts(m, 100).size() == 5);
   CHECK_THROWS_AS(nn::checkpoint_segment_starts(m, 0), Error);
 }
 
-TEST_CASE("checkpoint_segments: the same modules and state_dict; checkpointed only when training with grad") {
+TEST_CASE(
+    "checkpoint_segments: the same modules and state_dict; checkpointed only when training with "
+    "grad") {
   manual_seed(6);
   auto model = nn::cnn();
   const auto wrapped = nn::checkpoint_segments(model, 3);
@@ -238,13 +256,15 @@ TEST_CASE("checkpoint_segments: the same modules and state_dict; checkpointed on
   default_generator().set_state(1, 0);
   cross_entropy(model->forward(x), target).backward();
   nn::NamedTensors plain;
-  for (const auto& [name, p] : model->named_parameters()) plain.emplace_back(name, p.grad().clone());
+  for (const auto& [name, p] : model->named_parameters())
+    plain.emplace_back(name, p.grad().clone());
   model->zero_grad();
   default_generator().set_state(1, 0);
   // Batch statistics in training: the running ones the first step moved do not enter.
   cross_entropy(as_sequential->forward(x), target).backward();
   std::size_t i = 0;
-  for (const auto& [name, p] : wrapped->named_parameters()) CHECK(identical(p.grad(), plain[i++].second));
+  for (const auto& [name, p] : wrapped->named_parameters())
+    CHECK(identical(p.grad(), plain[i++].second));
 
   wrapped->eval();
   CHECK(!(*model)[0]->is_training());  // the modules are shared
@@ -263,7 +283,8 @@ TEST_CASE("checkpoint_sequential under autocast: the recompute runs in the forwa
     Tensor loss;
     {
       AutocastGuard autocast(kCPU);
-      const Tensor logits = segments == 0 ? model->forward(x) : nn::checkpoint_sequential(*model, segments, x);
+      const Tensor logits =
+          segments == 0 ? model->forward(x) : nn::checkpoint_sequential(*model, segments, x);
       loss = cross_entropy(logits, target);
     }
     loss.backward();  // outside the autocast region, as AutocastGuard asks

@@ -33,7 +33,8 @@ Tensor spread(const std::vector<std::int64_t>& shape, std::uint64_t seed) {
   Tensor x = empty(shape, kFloat64);
   double* p = x.data_ptr<double>();
   for (std::int64_t i = 0; i < n; ++i)
-    p[i] = (perm.data_ptr<double>()[i] > 0 ? 1 : -1) * (0.113 + 0.05 * static_cast<double>((i * 7) % n));
+    p[i] = (perm.data_ptr<double>()[i] > 0 ? 1 : -1) *
+           (0.113 + 0.05 * static_cast<double>((i * 7) % n));
   return x.requires_grad_();
 }
 
@@ -59,7 +60,8 @@ TEST_CASE("gradcheck: mul scalar") {
   check([](const Inputs& x) { return x[0] * -1.5; }, random_inputs({{6}}));
 }
 TEST_CASE("gradcheck: div (broadcast)") {
-  check([](const Inputs& x) { return div(x[0], x[1]); }, {random_inputs({{2, 3}})[0], positive({3}, 2)});
+  check([](const Inputs& x) { return div(x[0], x[1]); },
+        {random_inputs({{2, 3}})[0], positive({3}, 2)});
 }
 TEST_CASE("gradcheck: div scalar") {
   check([](const Inputs& x) { return x[0] / 4.0; }, random_inputs({{3}}));
@@ -111,17 +113,41 @@ TEST_CASE("gradcheck: where") {
 
 // --- In-place ops (on non-leaf tensors, whose history they rebase) ---
 TEST_CASE("gradcheck: add_ in place") {
-  check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.add_(x[1], 2); return y; }, random_inputs({{2, 3}, {3}}));
+  check(
+      [](const Inputs& x) {
+        Tensor y = x[0] * 1.0;
+        y.add_(x[1], 2);
+        return y;
+      },
+      random_inputs({{2, 3}, {3}}));
 }
 TEST_CASE("gradcheck: mul_ in place") {
-  check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.mul_(x[1]); return y; }, random_inputs({{2, 3}, {2, 3}}));
-  check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.mul_(3.0); return y; }, random_inputs({{4}}));
+  check(
+      [](const Inputs& x) {
+        Tensor y = x[0] * 1.0;
+        y.mul_(x[1]);
+        return y;
+      },
+      random_inputs({{2, 3}, {2, 3}}));
+  check(
+      [](const Inputs& x) {
+        Tensor y = x[0] * 1.0;
+        y.mul_(3.0);
+        return y;
+      },
+      random_inputs({{4}}));
 }
 TEST_CASE("gradcheck: relu_ in place") {
   check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.relu_(); return y; }, {spread({6}, 11)});
 }
 TEST_CASE("gradcheck: copy_ in place") {
-  check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.copy_(x[1]); return y * x[0]; }, random_inputs({{2, 3}, {3}}));
+  check(
+      [](const Inputs& x) {
+        Tensor y = x[0] * 1.0;
+        y.copy_(x[1]);
+        return y * x[0];
+      },
+      random_inputs({{2, 3}, {3}}));
 }
 
 // --- Views and copies ---
@@ -130,7 +156,8 @@ TEST_CASE("gradcheck: view and reshape") {
   check([](const Inputs& x) { return x[0].t().reshape({-1}); }, random_inputs({{3, 4}}));
 }
 TEST_CASE("gradcheck: transpose and permute") {
-  check([](const Inputs& x) { return x[0].transpose(0, 2).contiguous(); }, random_inputs({{2, 3, 4}}));
+  check([](const Inputs& x) { return x[0].transpose(0, 2).contiguous(); },
+        random_inputs({{2, 3, 4}}));
   check([](const Inputs& x) { return x[0].permute({2, 0, 1}) * 1.0; }, random_inputs({{2, 3, 4}}));
 }
 TEST_CASE("gradcheck: narrow, slice and select") {
@@ -142,7 +169,8 @@ TEST_CASE("gradcheck: expand") {
   check([](const Inputs& x) { return x[0].expand({4, 3, 2}) * 1.0; }, random_inputs({{3, 1}}));
 }
 TEST_CASE("gradcheck: squeeze, unsqueeze and flatten") {
-  check([](const Inputs& x) { return x[0].squeeze().unsqueeze(0).flatten(); }, random_inputs({{2, 1, 3}}));
+  check([](const Inputs& x) { return x[0].squeeze().unsqueeze(0).flatten(); },
+        random_inputs({{2, 1, 3}}));
   check([](const Inputs& x) { return x[0].squeeze(1); }, random_inputs({{2, 1, 3}}));
 }
 TEST_CASE("gradcheck: clone and to(dtype)") {
@@ -195,16 +223,19 @@ TEST_CASE("gradcheck: matmul (vectors, broadcast batches)") {
   check([](const Inputs& x) { return matmul(x[0], x[1]); }, random_inputs({{3}, {3, 2}}));
   check([](const Inputs& x) { return matmul(x[0], x[1]); }, random_inputs({{2, 3, 4}, {4}}));
   check([](const Inputs& x) { return matmul(x[0], x[1]); }, random_inputs({{2, 3, 4}, {4, 2}}));
-  check([](const Inputs& x) { return matmul(x[0], x[1]); }, random_inputs({{2, 1, 3, 4}, {3, 4, 2}}));
+  check([](const Inputs& x) { return matmul(x[0], x[1]); },
+        random_inputs({{2, 1, 3, 4}, {3, 4, 2}}));
 }
 TEST_CASE("gradcheck: linear") {
-  check([](const Inputs& x) { return linear(x[0], x[1], x[2]); }, random_inputs({{5, 3}, {4, 3}, {4}}));
+  check([](const Inputs& x) { return linear(x[0], x[1], x[2]); },
+        random_inputs({{5, 3}, {4, 3}, {4}}));
   check([](const Inputs& x) { return linear(x[0], x[1]); }, random_inputs({{2, 2, 3}, {4, 3}}));
 }
 
 // --- Convolution and pooling ---
 TEST_CASE("gradcheck: conv2d") {
-  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2]); }, random_inputs({{2, 3, 5, 5}, {4, 3, 3, 3}, {4}}));
+  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2]); },
+        random_inputs({{2, 3, 5, 5}, {4, 3, 3, 3}, {4}}));
 }
 TEST_CASE("gradcheck: conv2d with stride, padding and dilation") {
   check([](const Inputs& x) { return conv2d(x[0], x[1], x[2], {2, 1}, {1, 2}, {2, 1}); },
@@ -219,7 +250,8 @@ TEST_CASE("gradcheck: conv2d depthwise") {
         random_inputs({{2, 3, 6, 5}, {3, 1, 3, 3}, {3}}));
 }
 TEST_CASE("gradcheck: conv2d pointwise (1x1)") {
-  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2]); }, random_inputs({{2, 3, 4, 4}, {5, 3, 1, 1}, {5}}));
+  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2]); },
+        random_inputs({{2, 3, 4, 4}, {5, 3, 1, 1}, {5}}));
 }
 TEST_CASE("gradcheck: max_pool2d") {
   check([](const Inputs& x) { return max_pool2d(x[0], {2, 2}); }, {spread({2, 2, 4, 4}, 16)});
@@ -232,15 +264,24 @@ TEST_CASE("gradcheck: avg_pool2d") {
         random_inputs({{1, 2, 5, 6}}));
 }
 TEST_CASE("gradcheck: adaptive_avg_pool2d") {
-  check([](const Inputs& x) { return adaptive_avg_pool2d(x[0], {1, 1}); }, random_inputs({{2, 3, 4, 4}}));
-  check([](const Inputs& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }, random_inputs({{1, 2, 5, 7}}));
+  check(
+      [](const Inputs& x) {
+        return adaptive_avg_pool2d(x[0], {1, 1});
+      },
+      random_inputs({{2, 3, 4, 4}}));
+  check(
+      [](const Inputs& x) {
+        return adaptive_avg_pool2d(x[0], {3, 2});
+      },
+      random_inputs({{1, 2, 5, 7}}));
 }
 
 // --- Normalisation, dropout, losses ---
 TEST_CASE("gradcheck: batch_norm (training)") {
   check([](const Inputs& x) { return batch_norm(x[0], x[1], x[2], {}, {}, true); },
         random_inputs({{4, 3, 2, 2}, {3}, {3}}));
-  check([](const Inputs& x) { return batch_norm(x[0], {}, {}, {}, {}, true); }, random_inputs({{5, 2}}));
+  check([](const Inputs& x) { return batch_norm(x[0], {}, {}, {}, {}, true); },
+        random_inputs({{5, 2}}));
 }
 TEST_CASE("gradcheck: batch_norm_relu (training and evaluation)") {
   check([](const Inputs& x) { return batch_norm_relu(x[0], x[1], x[2], {}, {}, true); },
@@ -255,21 +296,35 @@ TEST_CASE("gradcheck: batch_norm (evaluation)") {
         random_inputs({{4, 3, 2, 2}, {3}, {3}}));
 }
 TEST_CASE("gradcheck: dropout") {
-  check([](const Inputs& x) { Generator g(7); return dropout(x[0], 0.4, true, &g); }, random_inputs({{4, 5}}));
+  check(
+      [](const Inputs& x) {
+        Generator g(7);
+        return dropout(x[0], 0.4, true, &g);
+      },
+      random_inputs({{4, 5}}));
 }
 TEST_CASE("gradcheck: cross_entropy") {
   const Tensor target = tensor(std::vector<std::int64_t>{2, 0, 1, 2});
   check([target](const Inputs& x) { return cross_entropy(x[0], target); }, random_inputs({{4, 3}}));
   LossOptions sum_weighted{tensor({0.5, 2.0, 1.0}, kFloat64), kSum, 0};
-  check([target, sum_weighted](const Inputs& x) { return cross_entropy(x[0], target, sum_weighted); },
-        random_inputs({{4, 3}}));
-  check([target](const Inputs& x) { return cross_entropy(x[0], target, {{}, kNone, -100}); }, random_inputs({{4, 3}}));
+  check(
+      [target, sum_weighted](const Inputs& x) { return cross_entropy(x[0], target, sum_weighted); },
+      random_inputs({{4, 3}}));
+  check(
+      [target](const Inputs& x) {
+        return cross_entropy(x[0], target, {{}, kNone, -100});
+      },
+      random_inputs({{4, 3}}));
 }
 TEST_CASE("gradcheck: nll_loss") {
   const Tensor target = tensor(std::vector<std::int64_t>{1, 0, 2});
-  check([target](const Inputs& x) { return nll_loss(log_softmax(x[0], 1), target); }, random_inputs({{3, 3}}));
-  check([target](const Inputs& x) { return nll_loss(x[0], target, {tensor({1.0, 3.0, 0.5}, kFloat64), kMean, -100}); },
+  check([target](const Inputs& x) { return nll_loss(log_softmax(x[0], 1), target); },
         random_inputs({{3, 3}}));
+  check(
+      [target](const Inputs& x) {
+        return nll_loss(x[0], target, {tensor({1.0, 3.0, 0.5}, kFloat64), kMean, -100});
+      },
+      random_inputs({{3, 3}}));
 }
 
 // --- A composite: a small CNN end to end ---

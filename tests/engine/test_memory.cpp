@@ -16,7 +16,9 @@ using namespace frugal;
 namespace {
 
 // Exact bytes requested by live tensors (before the allocator's 512-byte rounding).
-std::int64_t requested_now() { return alloc::cpu_allocator().stats().requested_bytes.all().current; }
+std::int64_t requested_now() {
+  return alloc::cpu_allocator().stats().requested_bytes.all().current;
+}
 std::int64_t requested_peak() { return alloc::cpu_allocator().stats().requested_bytes.all().peak; }
 
 struct Mlp {
@@ -58,7 +60,8 @@ TEST_CASE("after loss.backward() on a 10-layer network only parameters and gradi
     loss.backward();
     // Every saved activation is gone: besides the gradients only the two tensors still
     // held here (logits and loss) remain.
-    CHECK(requested_now() == base + net.parameter_bytes() + static_cast<std::int64_t>(logits.nbytes() + loss.nbytes()));
+    CHECK(requested_now() == base + net.parameter_bytes() +
+                                 static_cast<std::int64_t>(logits.nbytes() + loss.nbytes()));
   }
   CHECK(requested_now() == base + net.parameter_bytes());  // + gradients, one per parameter
   for (const auto& w : net.weights) CHECK(w.grad().defined());
@@ -164,7 +167,8 @@ TEST_CASE("max_pool2d keeps one byte per output, and only when a backward will n
   CHECK(requested_now() - base == out_bytes + out_bytes / 4);  // + uint8 window indices
 }
 
-TEST_CASE("a storage whose block cannot be freed (a broken device) warns instead of ending the process") {
+TEST_CASE(
+    "a storage whose block cannot be freed (a broken device) warns instead of ending the process") {
   // After a kernel fault every CUDA call fails, including the event that orders the reuse of a
   // block another stream used. The storage's destructor must not throw that on (it would end the
   // process): here the events of a simulated device fail the same way.

@@ -11,7 +11,9 @@ using namespace frugal;
 using Catch::Matchers::Contains;
 
 namespace {
-double at(const Tensor& t, std::int64_t i) { return t.to(kFloat64).contiguous().data_ptr<double>()[i]; }
+double at(const Tensor& t, std::int64_t i) {
+  return t.to(kFloat64).contiguous().data_ptr<double>()[i];
+}
 bool all_close(const Tensor& a, const Tensor& b, double tol = 1e-5) {
   if (a.sizes() != b.sizes()) return false;
   const Tensor d = abs(sub(a.to(kFloat64), b.to(kFloat64)));
@@ -64,7 +66,8 @@ TEST_CASE("matmul shapes and linear") {
   Tensor a = randn({2, 3, 4}, {}, &gen), b = randn({4, 5}, {}, &gen);
   CHECK(matmul(a, b).sizes() == IntArrayRef{2, 3, 5});
   CHECK(matmul(a, randn({2, 4, 5}, {}, &gen)).sizes() == IntArrayRef{2, 3, 5});
-  CHECK(matmul(randn({7, 1, 3, 4}, {}, &gen), randn({2, 4, 6}, {}, &gen)).sizes() == IntArrayRef{7, 2, 3, 6});
+  CHECK(matmul(randn({7, 1, 3, 4}, {}, &gen), randn({2, 4, 6}, {}, &gen)).sizes() ==
+        IntArrayRef{7, 2, 3, 6});
   CHECK(matmul(randn({4}, {}, &gen), randn({4}, {}, &gen)).dim() == 0);
   // mm on a transposed view equals mm on its contiguous copy.
   Tensor m = randn({5, 3}, {}, &gen);
@@ -90,9 +93,11 @@ TEST_CASE("conv2d: 1x1 equals a channel matmul; depthwise equals per-channel con
   Tensor yd = conv2d(x, wd, {}, {1, 1}, {1, 1}, {1, 1}, 3);
   for (std::int64_t c = 0; c < 3; ++c) {
     Tensor xc = x.narrow(1, c, 1).contiguous();
-    CHECK(all_close(yd.narrow(1, c, 1), conv2d(xc, wd.narrow(0, c, 1).contiguous(), {}, {1, 1}, {1, 1})));
+    CHECK(all_close(yd.narrow(1, c, 1),
+                    conv2d(xc, wd.narrow(0, c, 1).contiguous(), {}, {1, 1}, {1, 1})));
   }
-  CHECK(conv2d(x, randn({4, 3, 3, 3}, {}, &gen), {}, {2, 2}, {1, 1}).sizes() == IntArrayRef{2, 4, 2, 3});
+  CHECK(conv2d(x, randn({4, 3, 3, 3}, {}, &gen), {}, {2, 2}, {1, 1}).sizes() ==
+        IntArrayRef{2, 4, 2, 3});
 }
 
 TEST_CASE("pooling shapes and values") {
@@ -121,9 +126,11 @@ TEST_CASE("batch_norm: batch statistics in training, running statistics in evalu
   CHECK_THROWS_WITH(batch_norm(x, {}, {}, {}, {}, false), Contains("running"));
   // The fused form equals relu(batch_norm), in training (statistics moved the same way) and eval.
   Tensor rm2 = zeros({2}), rv2 = ones({2}), rm3 = zeros({2}), rv3 = ones({2});
-  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, true), relu(batch_norm(x, {}, {}, rm3, rv3, true))));
+  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, true),
+                  relu(batch_norm(x, {}, {}, rm3, rv3, true))));
   CHECK(all_close(rm2, rm3));
-  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, false), relu(batch_norm(x, {}, {}, rm2, rv2, false))));
+  CHECK(all_close(batch_norm_relu(x, {}, {}, rm2, rv2, false),
+                  relu(batch_norm(x, {}, {}, rm2, rv2, false))));
   CHECK_THROWS_WITH(batch_norm(x, ones({3}), {}, {}, {}, true), Contains("weight"));
 }
 
@@ -150,7 +157,8 @@ TEST_CASE("cross_entropy equals nll_loss of log_softmax; ignore_index; reduction
   CHECK(none.sizes() == IntArrayRef{6});
   CHECK(at(none, 3) == 0);
   CHECK(at(cross_entropy(logits, target, {{}, kSum, -100}), 0) == Approx(at(ce, 0) * 5));
-  CHECK_THROWS_WITH(cross_entropy(logits, tensor(std::vector<std::int64_t>{0, 1})), Contains("target"));
+  CHECK_THROWS_WITH(cross_entropy(logits, tensor(std::vector<std::int64_t>{0, 1})),
+                    Contains("target"));
 }
 
 TEST_CASE("float16 and bfloat16 tensors compute in float32 inside and match float32 results") {
@@ -161,7 +169,8 @@ TEST_CASE("float16 and bfloat16 tensors compute in float32 inside and match floa
     const double tol = t == kFloat16 ? 2e-2 : 1.5e-1;
     INFO(dtype_name(t));
     CHECK(conv2d(x.to(t), w.to(t)).dtype() == t);
-    CHECK(all_close(conv2d(x.to(t), w.to(t), {}, {1, 1}, {1, 1}), conv2d(x, w, {}, {1, 1}, {1, 1}), tol));
+    CHECK(all_close(conv2d(x.to(t), w.to(t), {}, {1, 1}, {1, 1}), conv2d(x, w, {}, {1, 1}, {1, 1}),
+                    tol));
     CHECK(all_close(mm(m.to(t), n.to(t)), mm(m, n), tol * 4));
     CHECK(all_close(softmax(m.to(t), 1), softmax(m, 1), tol / 4));
     CHECK(all_close(relu(m.to(t)) * 2.0, relu(m) * 2.0, tol));
@@ -169,7 +178,8 @@ TEST_CASE("float16 and bfloat16 tensors compute in float32 inside and match floa
     CHECK(all_close(max_pool2d(x.to(t), {2, 2}), max_pool2d(x, {2, 2}), tol));
     // Batch norm on 16-bit data keeps float32 statistics, as mixed-precision layers do.
     Tensor rm = zeros({3}), rv = ones({3});
-    CHECK(all_close(batch_norm(x.to(t), {}, {}, rm, rv, true), batch_norm(x, {}, {}, {}, {}, true), tol * 2));
+    CHECK(all_close(batch_norm(x.to(t), {}, {}, rm, rv, true), batch_norm(x, {}, {}, {}, {}, true),
+                    tol * 2));
     // A 16-bit leaf gets a 16-bit gradient.
     Tensor leaf = m.to(t).requires_grad_();
     (leaf * leaf).sum().backward();

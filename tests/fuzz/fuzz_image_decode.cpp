@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     frugal::data::decode_image(data, size, channels, "fuzz-input", image);
     volatile unsigned char sink = 0;
-    if (image.shape.nbytes() > 0) sink = image.bytes()[image.shape.nbytes() - 1];  // the whole buffer is there
+    if (image.shape.nbytes() > 0)
+      sink = image.bytes()[image.shape.nbytes() - 1];  // the whole buffer is there
     (void)sink;
   } catch (const frugal::Error&) {
   }

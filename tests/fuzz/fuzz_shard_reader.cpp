@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A copy of exactly `size` bytes, so that ASan sees any read past the end.
   std::vector<std::uint8_t> bytes(data, data + size);
   try {
-    const frugal::data::ShardView view = frugal::data::parse_shard(bytes.data(), bytes.size(), "fuzz.frs");
+    const frugal::data::ShardView view =
+        frugal::data::parse_shard(bytes.data(), bytes.size(), "fuzz.frs");
     unsigned sum = 0;
     frugal::data::Image image;
     for (std::uint64_t i = 0; i < view.count; ++i) {

@@ -21,7 +21,8 @@ using Bytes = std::vector<unsigned char>;
 
 void append(void* context, void* data, int size) {
   auto* out = static_cast<Bytes*>(context);
-  out->insert(out->end(), static_cast<unsigned char*>(data), static_cast<unsigned char*>(data) + size);
+  out->insert(out->end(), static_cast<unsigned char*>(data),
+              static_cast<unsigned char*>(data) + size);
 }
 
 void save(const std::string& path, const Bytes& b) {
@@ -45,7 +46,8 @@ void chunk(Bytes& out, const char* type, const Bytes& data) {
   const std::size_t start = out.size();
   out.insert(out.end(), type, type + 4);
   out.insert(out.end(), data.begin(), data.end());
-  be32(out, static_cast<std::uint32_t>(crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
+  be32(out, static_cast<std::uint32_t>(
+                crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
 }
 Bytes png16(int w, int h) {
   Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'}, ihdr, raw;
@@ -88,7 +90,8 @@ int main(int argc, char** argv) {
     }
   }
   save(images + "/seed16.png", png16(4, 3));
-  const Bytes progressive(std::begin(frugal::test::kProgressiveJpeg), std::end(frugal::test::kProgressiveJpeg));
+  const Bytes progressive(std::begin(frugal::test::kProgressiveJpeg),
+                          std::end(frugal::test::kProgressiveJpeg));
   save(images + "/progressive.jpg", progressive);
   encoded.push_back(progressive);
 
@@ -105,7 +108,8 @@ int main(int argc, char** argv) {
   data.clear();
   entries.clear();
   for (std::size_t i = 0; i < 2; ++i) {
-    entries.push_back({kShardHeaderBytes + data.size(), static_cast<std::uint32_t>(encoded[i].size()), 0});
+    entries.push_back(
+        {kShardHeaderBytes + data.size(), static_cast<std::uint32_t>(encoded[i].size()), 0});
     data.insert(data.end(), encoded[i].begin(), encoded[i].end());
   }
   save(shards + "/encoded.frs", build_shard(ShardEncoding::Encoded, {}, {"only"}, data, entries));

@@ -261,14 +261,14 @@ void check_16bit_equals_float(bool relu) {
   const std::vector<float> w = {0.5f, 1.5f, -1.0f, 2.0f}, b = {0.1f, -0.2f, 0.3f, 0.0f};
   const std::vector<float> xf(x.begin(), x.end()), gyf(gy.begin(), gy.end());
   std::vector<float> yf(x.size()), mf(4), isf(4), gxf(x.size()), gwf(4), gbf(4);
-  batch_norm_forward_train(xf.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1, 1e-5,
-                           yf.data(), mf.data(), isf.data(), relu);
+  batch_norm_forward_train(xf.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1,
+                           1e-5, yf.data(), mf.data(), isf.data(), relu);
   batch_norm_backward_train(gyf.data(), xf.data(), w.data(), mf.data(), isf.data(), s.n, s.c, s.hw,
                             gxf.data(), gwf.data(), gbf.data());
   std::vector<T> y(x.size()), gx(x.size());
   std::vector<float> m(4), is(4), gw(4), gb(4);
-  batch_norm_forward_train(x.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1, 1e-5,
-                           y.data(), m.data(), is.data(), relu);
+  batch_norm_forward_train(x.data(), w.data(), b.data(), nullptr, nullptr, s.n, s.c, s.hw, 0.1,
+                           1e-5, y.data(), m.data(), is.data(), relu);
   batch_norm_backward_train(gy.data(), x.data(), w.data(), m.data(), is.data(), s.n, s.c, s.hw,
                             gx.data(), gw.data(), gb.data());
   CHECK(m == mf);
@@ -311,19 +311,20 @@ TEST_CASE("batch_norm with the ReLU fused equals max(0, batch_norm), NaN kept", 
   const std::vector<float> weight = {1.5f, -0.5f, 1.0f}, bias = {0.1f, 0.2f, -0.3f};
   std::vector<float> rm1(3, 0.f), rv1(3, 1.f), rm2 = rm1, rv2 = rv1;
   std::vector<float> y(x.size()), y_fused(x.size()), m(3), s(3), m2(3), s2(3);
-  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 0.1,
-                                  1e-5, y.data(), m.data(), s.data());
-  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm2.data(), rv2.data(), n, c, hw, 0.1,
-                                  1e-5, y_fused.data(), m2.data(), s2.data(), /*relu=*/true);
+  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n,
+                                  c, hw, 0.1, 1e-5, y.data(), m.data(), s.data());
+  batch_norm_forward_train<float>(x.data(), weight.data(), bias.data(), rm2.data(), rv2.data(), n,
+                                  c, hw, 0.1, 1e-5, y_fused.data(), m2.data(), s2.data(),
+                                  /*relu=*/true);
   for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y_fused[i] == std::max(0.0f, y[i]));
   REQUIRE(rm1 == rm2);
   REQUIRE(rv1 == rv2);
   REQUIRE(m == m2);
   x[4] = std::numeric_limits<float>::quiet_NaN();
-  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 1e-5,
-                                 y.data());
-  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c, hw, 1e-5,
-                                 y_fused.data(), /*relu=*/true);
+  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c,
+                                 hw, 1e-5, y.data());
+  batch_norm_forward_eval<float>(x.data(), weight.data(), bias.data(), rm1.data(), rv1.data(), n, c,
+                                 hw, 1e-5, y_fused.data(), /*relu=*/true);
   REQUIRE(std::isnan(y_fused[4]));
   for (std::size_t i = 0; i < y.size(); ++i)
     if (i != 4) REQUIRE(y_fused[i] == std::max(0.0f, y[i]));

@@ -176,8 +176,10 @@ const Case kCases[] = {
      ConvPath::kIm2col},
     {"wide input split into row tiles, 4 channels", make(1, 4, 20, 400, 3, 3, 3, 1, 1, 1, 1),
      ConvPath::kIm2col},
-    {"shifted taps: 3x3 pad 1, 8 channels", make(3, 8, 7, 9, 5, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
-    {"shifted taps: 64 channels, 28x28", make(2, 64, 28, 28, 3, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
+    {"shifted taps: 3x3 pad 1, 8 channels", make(3, 8, 7, 9, 5, 3, 3, 1, 1, 1, 1),
+     ConvPath::kShifted},
+    {"shifted taps: 64 channels, 28x28", make(2, 64, 28, 28, 3, 3, 3, 1, 1, 1, 1),
+     ConvPath::kShifted},
     {"shifted taps: 6 samples (weight gradient in chunks), 20 -> 13 channels",
      make(6, 20, 9, 11, 13, 3, 3, 1, 1, 1, 1), ConvPath::kShifted},
     {"shifted taps: wide input split into row tiles", make(1, 64, 12, 300, 3, 3, 3, 1, 1, 1, 1),
@@ -290,8 +292,8 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
   const Conv2dParams p = make(4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1);  // enough work for 4 slots
   const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
   const auto w = random_values<float>(p.O * p.C * 9, 2);
-  const Refs ref = naive(p, as_double(x), as_double(w), {}, std::vector<double>(
-                                                                static_cast<std::size_t>(p.N * p.O * 64)));
+  const Refs ref = naive(p, as_double(x), as_double(w), {},
+                         std::vector<double>(static_cast<std::size_t>(p.N * p.O * 64)));
   const std::size_t one = conv2d_forward_workspace_bytes<float>(p, 1);
   REQUIRE(one > 0);
   REQUIRE(conv2d_forward_workspace_bytes<float>(p, 2) > one);
@@ -308,11 +310,13 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
       conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), nullptr, 0), Error);
   // A convolution too small to be worth a second thread gets one slot whatever the count.
   const Conv2dParams tiny = make(4, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1);
-  REQUIRE(conv2d_forward_workspace_bytes<float>(tiny, 2) == conv2d_forward_workspace_bytes<float>(tiny, 1));
+  REQUIRE(conv2d_forward_workspace_bytes<float>(tiny, 2) ==
+          conv2d_forward_workspace_bytes<float>(tiny, 1));
   // The pointwise path needs for forward and grad input at most its packed weights (float on
   // AVX-512), the same for any number of threads; double needs nothing.
   const Conv2dParams pw = make(2, 3, 4, 4, 5, 1, 1);
-  REQUIRE(conv2d_forward_workspace_bytes<float>(pw, 2) == conv2d_forward_workspace_bytes<float>(pw, 1));
+  REQUIRE(conv2d_forward_workspace_bytes<float>(pw, 2) ==
+          conv2d_forward_workspace_bytes<float>(pw, 1));
   REQUIRE(conv2d_forward_workspace_bytes<float>(pw, 1) <= 64 + 256);
   REQUIRE(conv2d_backward_input_workspace_bytes<double>(pw, 2) == 0);
 }
@@ -331,7 +335,8 @@ TEST_CASE("conv2d rejects impossible parameters", "[conv]") {
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 1, 1, 3)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1, 2)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 2, 5, 6, 3, 3)), Error);           // kernel > input
-  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 3, 1)), Error);  // dilated
+  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 3, 1)),
+                    Error);                                                       // dilated
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 0, 1)), Error);     // stride 0
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, -1, 0)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 0, 5, 5, 6, 3, 3)), Error);

@@ -137,10 +137,12 @@ void check_avg(const Pool2dParams& p, double tol, std::uint32_t seed) {
     set_num_threads(threads);
     std::vector<T> out(out_ref.size(), T(std::numeric_limits<float>::quiet_NaN()));
     avg_pool2d_forward<T>(p, x.data(), out.data());
-    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(at(out[i]) == Approx(out_ref[i]).margin(tol));
+    for (std::size_t i = 0; i < out.size(); ++i)
+      REQUIRE(at(out[i]) == Approx(out_ref[i]).margin(tol));
     std::vector<T> gin(gin_ref.size(), T(std::numeric_limits<float>::quiet_NaN()));
     avg_pool2d_backward<T>(p, g.data(), gin.data());
-    for (std::size_t i = 0; i < gin.size(); ++i) REQUIRE(at(gin[i]) == Approx(gin_ref[i]).margin(tol));
+    for (std::size_t i = 0; i < gin.size(); ++i)
+      REQUIRE(at(gin[i]) == Approx(gin_ref[i]).margin(tol));
   }
   set_num_threads(2);
 }
@@ -173,23 +175,25 @@ void check_adaptive(const AdaptivePool2dParams& p, double tol, std::uint32_t see
     set_num_threads(threads);
     std::vector<T> out(out_ref.size());
     adaptive_avg_pool2d_forward<T>(p, x.data(), out.data());
-    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(at(out[i]) == Approx(out_ref[i]).margin(tol));
+    for (std::size_t i = 0; i < out.size(); ++i)
+      REQUIRE(at(out[i]) == Approx(out_ref[i]).margin(tol));
     std::vector<T> gin(gin_ref.size(), T(std::numeric_limits<float>::quiet_NaN()));
     adaptive_avg_pool2d_backward<T>(p, g.data(), gin.data());
-    for (std::size_t i = 0; i < gin.size(); ++i) REQUIRE(at(gin[i]) == Approx(gin_ref[i]).margin(tol));
+    for (std::size_t i = 0; i < gin.size(); ++i)
+      REQUIRE(at(gin[i]) == Approx(gin_ref[i]).margin(tol));
   }
   set_num_threads(2);
 }
 
 const Pool2dParams kMaxCases[] = {
-    make(2, 3, 8, 8, 2, 2, 2, 2),                       // the usual 2x2/2
-    make(2, 3, 28, 28, 2, 2, 2, 2),                     // a CNN's size
-    make(2, 3, 9, 7, 2, 2, 2, 2),                       // 2x2/2 on odd sizes (last row, column unused)
-    make(1, 2, 6, 71, 2, 2, 2, 2),                      // rows of 35 outputs: 16 + 16 + 3
-    make(2, 2, 9, 7, 3, 3, 2, 2, 1, 1),                 // overlapping windows, padding
-    make(1, 2, 10, 11, 3, 2, 1, 2, 1, 1, 2, 2),         // dilation, non-square
-    make(1, 2, 7, 8, 3, 3, 2, 2, 1, 0, 1, 1, true),     // ceil_mode
-    make(2, 1, 5, 5, 5, 5, 1, 1, 2, 2),                 // kernel the size of the input
+    make(2, 3, 8, 8, 2, 2, 2, 2),                    // the usual 2x2/2
+    make(2, 3, 28, 28, 2, 2, 2, 2),                  // a CNN's size
+    make(2, 3, 9, 7, 2, 2, 2, 2),                    // 2x2/2 on odd sizes (last row, column unused)
+    make(1, 2, 6, 71, 2, 2, 2, 2),                   // rows of 35 outputs: 16 + 16 + 3
+    make(2, 2, 9, 7, 3, 3, 2, 2, 1, 1),              // overlapping windows, padding
+    make(1, 2, 10, 11, 3, 2, 1, 2, 1, 1, 2, 2),      // dilation, non-square
+    make(1, 2, 7, 8, 3, 3, 2, 2, 1, 0, 1, 1, true),  // ceil_mode
+    make(2, 1, 5, 5, 5, 5, 1, 1, 2, 2),              // kernel the size of the input
 };
 
 }  // namespace
@@ -255,9 +259,10 @@ TEST_CASE("avg_pool2d matches the naive averages and their gradient", "[pool]") 
 
 TEST_CASE("adaptive_avg_pool2d matches PyTorch's floor/ceil windows", "[pool]") {
   std::uint32_t seed = 20;
-  for (const auto& p : {AdaptivePool2dParams{2, 3, 7, 7, 1, 1}, AdaptivePool2dParams{2, 2, 7, 9, 3, 4},
-                        AdaptivePool2dParams{1, 2, 10, 10, 5, 5}, AdaptivePool2dParams{1, 2, 3, 5, 5, 7},
-                        AdaptivePool2dParams{3, 1, 6, 6, 6, 6}}) {
+  for (const auto& p :
+       {AdaptivePool2dParams{2, 3, 7, 7, 1, 1}, AdaptivePool2dParams{2, 2, 7, 9, 3, 4},
+        AdaptivePool2dParams{1, 2, 10, 10, 5, 5}, AdaptivePool2dParams{1, 2, 3, 5, 5, 7},
+        AdaptivePool2dParams{3, 1, 6, 6, 6, 6}}) {
     check_adaptive<float>(p, 1e-6, seed++);
     check_adaptive<double>(p, 1e-12, seed++);
   }
@@ -267,7 +272,8 @@ TEST_CASE("adaptive_avg_pool2d matches PyTorch's floor/ceil windows", "[pool]") 
 
 TEST_CASE("pooling rejects impossible parameters", "[pool]") {
   REQUIRE_NOTHROW(validate_pool2d(make(1, 1, 4, 4, 3, 3, 1, 1, 1, 1), true));
-  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 2, 2, 2, 0), false), Error);  // pad > k/2
+  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 2, 2, 2, 0), false),
+                    Error);  // pad > k/2
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 0, 2), false), Error);        // stride 0
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 2, 4, 3, 3, 1, 1), false), Error);        // too big
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 9, 9, 3, 3, 1, 1, 0, 0, 2, 2), true), Error);

@@ -13,7 +13,8 @@ namespace {
 
 std::uint64_t read_le(const std::string& bytes, std::size_t at, int size) {
   std::uint64_t value = 0;
-  for (int i = 0; i < size; ++i) value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  for (int i = 0; i < size; ++i)
+    value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
   return value;
 }
 
@@ -58,12 +59,14 @@ std::vector<Field> decode(const std::string& m) {
         break;
       case 2: {
         const std::uint64_t length = read_varint(m, at);
-        if (length > m.size() - at) throw std::runtime_error("protobuf: length-delimited field past the end");
+        if (length > m.size() - at)
+          throw std::runtime_error("protobuf: length-delimited field past the end");
         f.bytes = m.substr(at, length);
         at += length;
         break;
       }
-      default: throw std::runtime_error("protobuf: unexpected wire type " + std::to_string(f.wire_type));
+      default:
+        throw std::runtime_error("protobuf: unexpected wire type " + std::to_string(f.wire_type));
     }
     fields.push_back(std::move(f));
   }
@@ -72,8 +75,8 @@ std::vector<Field> decode(const std::string& m) {
 
 void expect_wire(const Field& f, int wire_type, const char* what) {
   if (f.wire_type != wire_type)
-    throw std::runtime_error(std::string(what) + ": wire type " + std::to_string(f.wire_type) + ", expected " +
-                             std::to_string(wire_type));
+    throw std::runtime_error(std::string(what) + ": wire type " + std::to_string(f.wire_type) +
+                             ", expected " + std::to_string(wire_type));
 }
 
 ScalarValue decode_value(const std::string& m) {
@@ -116,7 +119,8 @@ Event decode_event(const std::string& m) {
         expect_wire(f, 2, "Event.summary");
         e.has_summary = true;
         for (const Field& s : decode(f.bytes)) {
-          if (s.number != 1) throw std::runtime_error("Summary: unexpected field " + std::to_string(s.number));
+          if (s.number != 1)
+            throw std::runtime_error("Summary: unexpected field " + std::to_string(s.number));
           expect_wire(s, 2, "Summary.value");
           e.values.push_back(decode_value(s.bytes));
         }
@@ -161,7 +165,8 @@ std::vector<Event> parse_event_records(const std::string& bytes) {
 std::vector<Event> read_event_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path);
-  return parse_event_records(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  return parse_event_records(
+      std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
 }
 
 }  // namespace frugal::test

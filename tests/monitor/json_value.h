@@ -20,7 +20,8 @@ struct JsonValue {
 
   // The member `key`; std::runtime_error naming it when absent or not an object.
   const JsonValue& operator[](const std::string& key) const {
-    if (kind != Kind::Object) throw std::runtime_error("JSON: not an object when looking up '" + key + "'");
+    if (kind != Kind::Object)
+      throw std::runtime_error("JSON: not an object when looking up '" + key + "'");
     const auto it = object.find(key);
     if (it == object.end()) throw std::runtime_error("JSON: no member '" + key + "'");
     return it->second;
@@ -45,7 +46,9 @@ class JsonParser {
     throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(at_));
   }
   void space() {
-    while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\n' || s_[at_] == '\t' || s_[at_] == '\r')) ++at_;
+    while (at_ < s_.size() &&
+           (s_[at_] == ' ' || s_[at_] == '\n' || s_[at_] == '\t' || s_[at_] == '\r'))
+      ++at_;
   }
   bool take(const std::string& word) {
     if (s_.compare(at_, word.size(), word) != 0) return false;
@@ -150,6 +153,8 @@ class JsonParser {
 
 }  // namespace detail
 
-inline JsonValue parse_json(const std::string& text) { return detail::JsonParser(text).parse_document(); }
+inline JsonValue parse_json(const std::string& text) {
+  return detail::JsonParser(text).parse_document();
+}
 
 }  // namespace frugal::test

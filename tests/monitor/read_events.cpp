@@ -15,12 +15,14 @@ int main(int argc, char** argv) {
     try {
       const auto events = frugal::test::read_event_file(argv[i]);
       if (events.empty() || events[0].file_version != "brain.Event:2") {
-        std::fprintf(stderr, "%s: the first event is not the file version brain.Event:2\n", argv[i]);
+        std::fprintf(stderr, "%s: the first event is not the file version brain.Event:2\n",
+                     argv[i]);
         return 1;
       }
       for (const auto& e : events)
         for (const auto& v : e.values)
-          std::printf("%lld\t%s\t%.9g\n", static_cast<long long>(e.step), v.tag.c_str(), v.simple_value);
+          std::printf("%lld\t%s\t%.9g\n", static_cast<long long>(e.step), v.tag.c_str(),
+                      v.simple_value);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", argv[i], e.what());
       return 1;

@@ -11,7 +11,8 @@ namespace frugal::test {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "frugal-monitor-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "frugal-monitor-test-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
   }

@@ -55,7 +55,8 @@ TEST_CASE("frugal-doctor --json reports the machine", "[monitor][doctor]") {
   const JsonValue& cuda = j["cuda"];
   CHECK(cuda["available"].boolean == !cuda["devices"].array.empty());
   if (!cuda["available"].boolean) CHECK_FALSE(cuda["reason"].string.empty());
-  for (const JsonValue& d : cuda["devices"].array) CHECK(d["free_bytes"].number <= d["total_bytes"].number);
+  for (const JsonValue& d : cuda["devices"].array)
+    CHECK(d["free_bytes"].number <= d["total_bytes"].number);
   CHECK(j["allocator"]["env_set"].boolean == false);
   CHECK(j["allocator"]["parsed"].string == "expandable_segments:True");
   CHECK(j["allocator"]["error"].string.empty());
@@ -66,8 +67,10 @@ TEST_CASE("frugal-doctor --json reports the machine", "[monitor][doctor]") {
   }
 }
 
-TEST_CASE("frugal-doctor shows FRUGAL_ALLOC_CONF as parsed, and a bad one as an error", "[monitor][doctor]") {
-  const Run good = run("FRUGAL_ALLOC_CONF=max_split_size_mb:64,garbage_collection_threshold:0.6 '" + doctor + "' --json");
+TEST_CASE("frugal-doctor shows FRUGAL_ALLOC_CONF as parsed, and a bad one as an error",
+          "[monitor][doctor]") {
+  const Run good = run("FRUGAL_ALLOC_CONF=max_split_size_mb:64,garbage_collection_threshold:0.6 '" +
+                       doctor + "' --json");
   REQUIRE(good.exit_code == 0);
   const JsonValue g = parse_json(good.output);
   CHECK(g["allocator"]["env_set"].boolean);
@@ -84,7 +87,8 @@ TEST_CASE("frugal-doctor shows FRUGAL_ALLOC_CONF as parsed, and a bad one as an 
   CHECK(reported);
 }
 
-TEST_CASE("frugal-doctor sees a lowered memlock limit and warns where pinned memory is mlock'd", "[monitor][doctor]") {
+TEST_CASE("frugal-doctor sees a lowered memlock limit and warns where pinned memory is mlock'd",
+          "[monitor][doctor]") {
   // Lowering a soft limit needs no privilege (32 KiB: below any usual hard limit); the shell
   // passes it on to the doctor.
   const Run r = run("ulimit -S -l 32 && '" + doctor + "' --json");
@@ -105,7 +109,8 @@ TEST_CASE("frugal-doctor sees a lowered memlock limit and warns where pinned mem
     CHECK(warned);
 }
 
-TEST_CASE("frugal-doctor prints its text report and --help, and refuses unknown options", "[monitor][doctor]") {
+TEST_CASE("frugal-doctor prints its text report and --help, and refuses unknown options",
+          "[monitor][doctor]") {
   const Run text = run("'" + doctor + "'");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Contains("RAM available") && Catch::Contains("vector units") &&

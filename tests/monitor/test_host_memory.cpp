@@ -24,7 +24,8 @@ TEST_CASE("/proc/self/status gives rss, peak rss, vms and swap in bytes", "[moni
   CHECK(find_kb_field(status, "VmRS") == std::nullopt);  // whole keys only
 }
 
-TEST_CASE("USS is Private_Clean + Private_Dirty (+ Private_Hugetlb), summed over smaps", "[monitor][host]") {
+TEST_CASE("USS is Private_Clean + Private_Dirty (+ Private_Hugetlb), summed over smaps",
+          "[monitor][host]") {
   const char* rollup =
       "00400000-7ffd00000000 ---p 00000000 00:00 0  [rollup]\nRss:  5000 kB\nPss:  4000 kB\n"
       "Pss_Anon:  3000 kB\nShared_Clean: 1000 kB\nPrivate_Clean:  700 kB\nPrivate_Dirty:  3000 kB\n"
@@ -44,7 +45,8 @@ TEST_CASE("USS is Private_Clean + Private_Dirty (+ Private_Hugetlb), summed over
 
 TEST_CASE("/proc/meminfo gives RAM and swap", "[monitor][host]") {
   const SystemMemory m = parse_meminfo(
-      "MemTotal:  16000000 kB\nMemFree:  1000000 kB\nMemAvailable:  8000000 kB\nSwapTotal:  2000000 kB\n"
+      "MemTotal:  16000000 kB\nMemFree:  1000000 kB\nMemAvailable:  8000000 kB\nSwapTotal:  "
+      "2000000 kB\n"
       "SwapFree:  1500000 kB\n");
   CHECK(m.total == 16000000 * 1024LL);
   CHECK(m.available == 8000000 * 1024LL);
@@ -54,7 +56,8 @@ TEST_CASE("/proc/meminfo gives RAM and swap", "[monitor][host]") {
   CHECK(parse_meminfo("MemTotal: 10 kB\nMemFree: 4 kB\n").available == 4 * 1024);
 }
 
-TEST_CASE("Live host memory: consistent figures, and RSS and USS grow with a touched tensor", "[monitor][host]") {
+TEST_CASE("Live host memory: consistent figures, and RSS and USS grow with a touched tensor",
+          "[monitor][host]") {
   const ProcessMemory before = process_memory_full_info();
   REQUIRE(before.rss > 0);
   CHECK(before.peak_rss >= before.rss);
@@ -69,7 +72,8 @@ TEST_CASE("Live host memory: consistent figures, and RSS and USS grow with a tou
   auto& allocator = alloc::cpu_allocator();
   const auto reserved_before = static_cast<std::int64_t>(allocator.memory_reserved());
   const Tensor big = zeros({std::int64_t{33} << 20});  // 132 MiB of float32, every page written
-  const auto reserved_growth = static_cast<std::int64_t>(allocator.memory_reserved()) - reserved_before;
+  const auto reserved_growth =
+      static_cast<std::int64_t>(allocator.memory_reserved()) - reserved_before;
   const ProcessMemory after = process_memory_full_info();
   REQUIRE(reserved_growth >= (std::int64_t{132} << 20));
   CHECK(after.rss - before.rss >= reserved_growth * 3 / 4);

@@ -21,13 +21,15 @@ namespace {
 
 constexpr std::int64_t MiB = std::int64_t{1} << 20;
 
-MemorySample at(std::int64_t epoch, std::int64_t allocated, std::int64_t reserved = 0, std::int64_t rss = 0) {
+MemorySample at(std::int64_t epoch, std::int64_t allocated, std::int64_t reserved = 0,
+                std::int64_t rss = 0) {
   return MemorySample{epoch, allocated, reserved, rss};
 }
 
 }  // namespace
 
-TEST_CASE("LeakWatch warns after N consecutive growths above the noise threshold", "[monitor][leak]") {
+TEST_CASE("LeakWatch warns after N consecutive growths above the noise threshold",
+          "[monitor][leak]") {
   LeakWatch watch;  // 3 epochs, 1 MiB and 1%
   CHECK(watch.observe(at(0, 100 * MiB)).empty());
   CHECK(watch.observe(at(1, 102 * MiB)).empty());
@@ -46,7 +48,8 @@ TEST_CASE("LeakWatch warns after N consecutive growths above the noise threshold
   CHECK(watch.warnings().size() == 2);
 }
 
-TEST_CASE("LeakWatch ignores growth within the noise threshold and interrupted streaks", "[monitor][leak]") {
+TEST_CASE("LeakWatch ignores growth within the noise threshold and interrupted streaks",
+          "[monitor][leak]") {
   LeakWatchOptions options;
   options.consecutive_epochs = 2;
   LeakWatch watch(options);
@@ -57,11 +60,13 @@ TEST_CASE("LeakWatch ignores growth within the noise threshold and interrupted s
   for (int e = 0; e < 10; ++e) CHECK(relative.observe(at(e, 500 * MiB + e * 3 * MiB / 2)).empty());
   // Growth, a drop, growth: never two in a row.
   LeakWatch zigzag(options);
-  for (int e = 0; e < 10; ++e) CHECK(zigzag.observe(at(e, (e % 2 ? 60 : 50) * MiB + e * 2 * MiB)).empty());
+  for (int e = 0; e < 10; ++e)
+    CHECK(zigzag.observe(at(e, (e % 2 ? 60 : 50) * MiB + e * 2 * MiB)).empty());
   // Each metric on its own: reserved grows while allocated stays.
   LeakWatch reserved(options);
   std::vector<LeakWarning> last;
-  for (int e = 0; e < 3; ++e) last = reserved.observe(at(e, 10 * MiB, (20 + 5 * e) * MiB, 100 * MiB));
+  for (int e = 0; e < 3; ++e)
+    last = reserved.observe(at(e, 10 * MiB, (20 + 5 * e) * MiB, 100 * MiB));
   REQUIRE(last.size() == 1);
   CHECK(last[0].metric == "reserved");
   CHECK_THROWS_AS(LeakWatch(LeakWatchOptions{0}), frugal::Error);
@@ -86,7 +91,8 @@ TEST_CASE("LeakWatch names the tags that grew most over the streak", "[monitor][
   CHECK(warnings[0].top_growing[0].growth() == 9 * MiB);
   CHECK(warnings[0].top_growing[1].tag == "new.cache");
   CHECK(warnings[0].top_growing[1].growth() == 3 * MiB);
-  CHECK_THAT(warnings[0].message(), Catch::Contains("grew most: fc +9.00 MiB, new.cache +3.00 MiB"));
+  CHECK_THAT(warnings[0].message(),
+             Catch::Contains("grew most: fc +9.00 MiB, new.cache +3.00 MiB"));
 }
 
 namespace {
@@ -136,7 +142,8 @@ class TrainingLoop {
   // Live bytes by tag, as the allocator's memory history will attribute them.
   std::map<std::string, std::int64_t> live_bytes() const {
     std::int64_t parameters = 0, kept = 0;
-    for (const Tensor& p : model_->parameters()) parameters += static_cast<std::int64_t>(p.nbytes());
+    for (const Tensor& p : model_->parameters())
+      parameters += static_cast<std::int64_t>(p.nbytes());
     for (const Tensor& t : kept_) kept += static_cast<std::int64_t>(t.nbytes());
     return {{"model.parameters", parameters}, {"debug.kept_inputs", kept}};
   }
@@ -151,7 +158,8 @@ class TrainingLoop {
 
 }  // namespace
 
-TEST_CASE("The leak watch flags a loop that keeps every step's input within 3 epochs", "[monitor][leak]") {
+TEST_CASE("The leak watch flags a loop that keeps every step's input within 3 epochs",
+          "[monitor][leak]") {
   manual_seed(1);
   const auto& allocator = alloc::cpu_allocator();
   TrainingLoop loop(/*keep_inputs=*/true);
@@ -206,7 +214,8 @@ class ActivationRecorder : public nn::Module {
 
 }  // namespace
 
-TEST_CASE("With the memory history on, the leak watch names the leaking module and op", "[monitor][leak]") {
+TEST_CASE("With the memory history on, the leak watch names the leaking module and op",
+          "[monitor][leak]") {
   OneThread one_thread;
   manual_seed(3);
   auto& allocator = alloc::cpu_allocator();
@@ -223,7 +232,8 @@ TEST_CASE("With the memory history on, the leak watch names the leaking module a
   std::vector<LeakWarning> warnings;
   for (int epoch = 1; epoch <= 3; ++epoch) {
     for (int step = 0; step < 4; ++step) {  // 256 x 512 floats kept: 512 KiB a step, 2 MiB an epoch
-      const Tensor loss = cross_entropy(model->forward(randn({256, 1, 28, 28})), randint(0, 10, {256}));
+      const Tensor loss =
+          cross_entropy(model->forward(randn({256, 1, 28, 28})), randint(0, 10, {256}));
       optimizer.zero_grad();
       loss.backward();
       optimizer.step();
@@ -239,7 +249,8 @@ TEST_CASE("With the memory history on, the leak watch names the leaking module a
   CHECK_THAT(warnings[0].top_growing[0].tag, Catch::StartsWith("3") && Catch::EndsWith(" / clone"));
   CHECK(warnings[0].top_growing[0].growth() == 3 * 4 * 256 * 512 * 4);
   // The same blocks grouped by module alone and by op alone.
-  const std::string module = warnings[0].top_growing[0].tag.substr(0, warnings[0].top_growing[0].tag.find(" / "));
+  const std::string module =
+      warnings[0].top_growing[0].tag.substr(0, warnings[0].top_growing[0].tag.find(" / "));
   CHECK(live_bytes_by_tag(allocator, TagGrouping::kModule).at(module) >= 3 * 4 * 256 * 512 * 4);
   CHECK(live_bytes_by_tag(allocator, TagGrouping::kOp).at("clone") >= 3 * 4 * 256 * 512 * 4);
 }

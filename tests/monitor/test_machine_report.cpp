@@ -129,14 +129,16 @@ TEST_CASE("Each advice rule fires on the machine it is about", "[monitor][doctor
   CHECK(has_advice(advise(r), L::kError, "allocator", "unknown key 'x'"));
 }
 
-TEST_CASE("The device view answers 'no CUDA device' with the reason, or lists the devices", "[monitor][device]") {
+TEST_CASE("The device view answers 'no CUDA device' with the reason, or lists the devices",
+          "[monitor][device]") {
   const DeviceView view = device_view();
   CHECK(view.cuda_built == cuda::is_built());
   if (!cuda::is_available()) {
     CHECK_FALSE(view.available());
     CHECK_FALSE(view.unavailable_reason.empty());
     CHECK(view.str() == "no CUDA device: " + view.unavailable_reason);
-    CHECK_THAT(view.json(), Catch::Contains("\"available\": false") && Catch::Contains("\"devices\": []"));
+    CHECK_THAT(view.json(),
+               Catch::Contains("\"available\": false") && Catch::Contains("\"devices\": []"));
     return;
   }
   REQUIRE(static_cast<int>(view.devices.size()) == cuda::device_count());
@@ -151,11 +153,13 @@ TEST_CASE("The device view answers 'no CUDA device' with the reason, or lists th
   CHECK_THAT(view.str(), Catch::StartsWith("cuda:0 "));
 }
 
-TEST_CASE("NVML's per-process figure is a number, or unknown with the reason", "[monitor][device]") {
+TEST_CASE("NVML's per-process figure is a number, or unknown with the reason",
+          "[monitor][device]") {
   // A bus id no machine has: the reason is the missing driver library, or the unknown device.
   const NvmlProcessMemory none = nvml_process_memory("ffff:ff:1f.7");
   CHECK(none.bytes == -1);
-  CHECK_THAT(none.note, Catch::Contains("libnvidia-ml") || Catch::Contains("PCI bus id ffff:ff:1f.7") ||
+  CHECK_THAT(none.note, Catch::Contains("libnvidia-ml") ||
+                            Catch::Contains("PCI bus id ffff:ff:1f.7") ||
                             Catch::Contains("nvmlInit"));
   for (const DeviceMemory& d : device_view().devices) {
     INFO("cuda:" << d.index << " " << d.process_used_note);
@@ -175,5 +179,6 @@ TEST_CASE("The live machine report is filled in", "[monitor][doctor]") {
   CHECK((r.memlock_soft == -1 || r.memlock_soft >= 0));
   CHECK(r.devices.available() == cuda::is_available());
   const std::string text = report_text(r, advise(r));
-  CHECK_THAT(text, Catch::Contains("RAM total") && Catch::Contains("memlock limit") && Catch::Contains("advice"));
+  CHECK_THAT(text, Catch::Contains("RAM total") && Catch::Contains("memlock limit") &&
+                       Catch::Contains("advice"));
 }

@@ -29,7 +29,8 @@ std::string file_bytes(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("CRC32C matches the standard check value and the bitwise reference", "[monitor][tensorboard]") {
+TEST_CASE("CRC32C matches the standard check value and the bitwise reference",
+          "[monitor][tensorboard]") {
   CHECK(crc32c("123456789") == 0xE3069283u);  // RFC 3720's check value for CRC-32C
   CHECK(crc32c("") == 0u);
   std::string bytes;
@@ -39,22 +40,25 @@ TEST_CASE("CRC32C matches the standard check value and the bitwise reference", "
   CHECK(mask_crc(0) == 0xa282ead8u);
 }
 
-TEST_CASE("A TFRecord frame is length, masked length CRC, data, masked data CRC", "[monitor][tensorboard]") {
+TEST_CASE("A TFRecord frame is length, masked length CRC, data, masked data CRC",
+          "[monitor][tensorboard]") {
   const std::string record = frame_record("abc");
   REQUIRE(record.size() == 8 + 4 + 3 + 4);
   CHECK(record.substr(0, 8) == std::string("\x03\0\0\0\0\0\0\0", 8));
   CHECK(record.substr(12, 3) == "abc");
   auto le32 = [&](std::size_t at) {
     std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(record[at + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      v |= static_cast<std::uint32_t>(static_cast<unsigned char>(record[at + i])) << (8 * i);
     return v;
   };
   CHECK(le32(8) == mask_crc(frugal::test::reference_crc32c(record.substr(0, 8))));
   CHECK(le32(15) == mask_crc(frugal::test::reference_crc32c("abc")));
 }
 
-TEST_CASE("SummaryWriter writes a version event, then every scalar with its tag, value, step and time",
-          "[monitor][tensorboard]") {
+TEST_CASE(
+    "SummaryWriter writes a version event, then every scalar with its tag, value, step and time",
+    "[monitor][tensorboard]") {
   ScratchDir dir;
   const std::string log_dir = dir.file("run1/nested");  // created by the writer
   const double before = unix_time_now();
@@ -110,7 +114,8 @@ TEST_CASE("SummaryWriter writes a version event, then every scalar with its tag,
   CHECK(std::isinf(events[14].values[0].simple_value));
 }
 
-TEST_CASE("SummaryWriter flushes a step when the next begins, and on its timer", "[monitor][tensorboard]") {
+TEST_CASE("SummaryWriter flushes a step when the next begins, and on its timer",
+          "[monitor][tensorboard]") {
   ScratchDir dir;
   SECTION("per step") {
     SummaryWriter writer(dir.path().string());
@@ -171,10 +176,12 @@ TEST_CASE("A damaged event file is caught by its CRCs", "[monitor][tensorboard]"
   CHECK_THROWS(frugal::test::parse_event_records(good.substr(0, good.size() - 1)));
 }
 
-TEST_CASE("SummaryWriter refuses what it cannot do with a frugal::Error", "[monitor][tensorboard]") {
+TEST_CASE("SummaryWriter refuses what it cannot do with a frugal::Error",
+          "[monitor][tensorboard]") {
   ScratchDir dir;
   { std::ofstream(dir.file("plain-file")) << "x"; }
-  CHECK_THROWS_WITH(SummaryWriter(dir.file("plain-file")), Catch::Contains("not a directory") || Catch::Contains("plain-file"));
+  CHECK_THROWS_WITH(SummaryWriter(dir.file("plain-file")),
+                    Catch::Contains("not a directory") || Catch::Contains("plain-file"));
   CHECK_THROWS_AS(SummaryWriter(""), frugal::Error);
   SummaryWriter writer(dir.path().string());
   CHECK_THROWS_AS(writer.add_scalar("", 1.0, 0), frugal::Error);

@@ -15,7 +15,8 @@
 using namespace frugal;
 using namespace frugal::monitor;
 
-TEST_CASE("TrainingMonitor logs memory, loss, accuracy, speed and queue depth per step", "[monitor][tensorboard]") {
+TEST_CASE("TrainingMonitor logs memory, loss, accuracy, speed and queue depth per step",
+          "[monitor][tensorboard]") {
   frugal::test::ScratchDir dir;
   auto& allocator = alloc::cpu_allocator();
   TrainingMonitorOptions options;
@@ -40,14 +41,16 @@ TEST_CASE("TrainingMonitor logs memory, loss, accuracy, speed and queue depth pe
   std::map<std::string, std::map<std::int64_t, float>> curves;
   for (const auto& e : events)
     for (const auto& v : e.values) curves[v.tag][e.step] = v.simple_value;
-  for (const char* tag : {"memory/allocated_MiB", "memory/reserved_MiB", "memory/peak_allocated_MiB",
-                          "memory/host_rss_MiB", "train/loss", "train/accuracy", "train/images_per_sec"}) {
+  for (const char* tag :
+       {"memory/allocated_MiB", "memory/reserved_MiB", "memory/peak_allocated_MiB",
+        "memory/host_rss_MiB", "train/loss", "train/accuracy", "train/images_per_sec"}) {
     INFO(tag);
     CHECK(curves[tag].size() == 3);
   }
   CHECK(curves["train/loss"][2] == 0.5f);
   CHECK(curves["train/images_per_sec"][3] == 3000.0f);
-  CHECK(curves["memory/allocated_MiB"][3] - curves["memory/allocated_MiB"][1] == Approx(2.0).margin(0.01));
+  CHECK(curves["memory/allocated_MiB"][3] - curves["memory/allocated_MiB"][1] ==
+        Approx(2.0).margin(0.01));
   CHECK(curves["memory/reserved_MiB"][3] >= curves["memory/allocated_MiB"][3]);
   CHECK(curves["memory/host_rss_MiB"][1] > 1.0f);
   CHECK(curves["loader/queue_depth"].size() == 1);
@@ -57,7 +60,8 @@ TEST_CASE("TrainingMonitor logs memory, loss, accuracy, speed and queue depth pe
   CHECK(curves.count("device/used_MiB") == 0);  // no CUDA device asked for
 }
 
-TEST_CASE("TrainingMonitor without a directory writes nothing and still runs the leak watch", "[monitor][leak]") {
+TEST_CASE("TrainingMonitor without a directory writes nothing and still runs the leak watch",
+          "[monitor][leak]") {
   auto& allocator = alloc::cpu_allocator();
   TrainingMonitorOptions options;
   options.print_leak_warnings = false;

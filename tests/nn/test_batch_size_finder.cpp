@@ -14,7 +14,9 @@ namespace {
 
 constexpr std::int64_t kMiB = 1 << 20;
 
-std::int64_t allocated_now() { return alloc::cpu_allocator().stats().allocated_bytes.all().current; }
+std::int64_t allocated_now() {
+  return alloc::cpu_allocator().stats().allocated_bytes.all().current;
+}
 
 // Puts the CPU allocator's cap back however the test ends.
 struct MemoryLimit {
@@ -87,7 +89,9 @@ TEST_CASE("find_batch_size: exact on a step whose peak is linear in the batch") 
   CHECK(r.next_batch_failed);
 }
 
-TEST_CASE("find_batch_size: where the fit is wrong, verifying steps refine to the largest batch that fits") {
+TEST_CASE(
+    "find_batch_size: where the fit is wrong, verifying steps refine to the largest batch that "
+    "fits") {
   const std::int64_t base = allocated_now();
   // Grows faster than linear: the two small probes under-predict, so the first proposal fails.
   const auto bytes = [](std::int64_t batch) { return 64 * 1024 * batch + 2048 * batch * batch; };
@@ -113,8 +117,8 @@ TEST_CASE("find_batch_size: out-of-memory during a step backs off instead of fai
   };
   nn::BatchSizeFinderOptions options;
   options.max_verify_steps = 8;
-  const nn::BatchSizeResult r =
-      nn::find_batch_size(step, alloc::cpu_allocator(), allocated_now() + 64 * 1024 * 57 + 100, options);
+  const nn::BatchSizeResult r = nn::find_batch_size(
+      step, alloc::cpu_allocator(), allocated_now() + 64 * 1024 * 57 + 100, options);
   std::vector<std::int64_t> tried;
   for (const auto& s : r.steps)
     if (s.role == "verify") tried.push_back(s.batch);
@@ -135,7 +139,9 @@ TEST_CASE("find_batch_size: bad budgets and options are errors") {
   CHECK_THROWS_AS(nn::find_batch_size(step, alloc::cpu_allocator(), -5), Error);
 }
 
-TEST_CASE("find_batch_size: cnn and mobilenet, predicted within 5% of the measured peak at an unprobed batch") {
+TEST_CASE(
+    "find_batch_size: cnn and mobilenet, predicted within 5% of the measured peak at an unprobed "
+    "batch") {
   for (const std::string name : {"cnn", "mobilenet"}) {
     INFO(name);
     manual_seed(11);
@@ -165,7 +171,8 @@ TEST_CASE("find_batch_size: the model, its gradients and the generator are as be
   options.first_probe = 1;
   options.second_probe = 3;
   options.max_batch = 6;
-  const nn::BatchSizeResult r = nn::find_batch_size(*model, sgd(), {1, 28, 28}, allocated_now() + 64 * kMiB, options);
+  const nn::BatchSizeResult r =
+      nn::find_batch_size(*model, sgd(), {1, 28, 28}, allocated_now() + 64 * kMiB, options);
   CHECK(r.batch == 6);
   CHECK(!model->is_training());
   CHECK(default_generator().offset() == offset);
@@ -183,7 +190,8 @@ TEST_CASE("find_batch_size: with the allocator capped, the chosen batch is the l
   auto model = nn::cnn();
   alloc::cpu_allocator().empty_cache();
   const MemoryLimit limit(static_cast<std::size_t>(allocated_now() + 96 * kMiB));
-  const nn::BatchSizeResult r = nn::find_batch_size(*model, sgd(), {1, 28, 28}, /*budget: the cap*/ 0);
+  const nn::BatchSizeResult r =
+      nn::find_batch_size(*model, sgd(), {1, 28, 28}, /*budget: the cap*/ 0);
   INFO(nn::describe(r));
   const auto cap = static_cast<double>(alloc::cpu_allocator().memory_limit());
   CHECK(r.budget == static_cast<std::int64_t>(cap * 0.9));  // the default headroom
@@ -200,11 +208,13 @@ TEST_CASE("find_batch_size: with the allocator capped, the chosen batch is the l
   CHECK(at_batch > 0);
   CHECK(at_batch <= r.budget);
   const std::int64_t at_next = real_step_peak(*model, r.batch + 1);
-  INFO("batch + 1: " << (at_next < 0 ? std::string("out of memory") : std::to_string(at_next) + " B"));
+  INFO("batch + 1: " << (at_next < 0 ? std::string("out of memory")
+                                     : std::to_string(at_next) + " B"));
   CHECK((at_next < 0 || at_next > r.budget));
 }
 
-TEST_CASE("find_batch_size: near a tight cap, out-of-memory errors below the budget are bisected away") {
+TEST_CASE(
+    "find_batch_size: near a tight cap, out-of-memory errors below the budget are bisected away") {
   // At 48 MiB the allocator's segments leave too little slack: steps run out of memory while
   // their allocated peak is still under the budget, which no line predicts.
   manual_seed(14);
@@ -233,7 +243,8 @@ TEST_CASE("find_batch_size: under autocast the fit follows the bfloat16 activati
   const std::int64_t budget = allocated_now() + 24 * kMiB;
   const nn::BatchSizeResult full = nn::find_batch_size(*model, sgd(), {1, 28, 28}, budget, options);
   options.autocast = kBFloat16;
-  const nn::BatchSizeResult mixed = nn::find_batch_size(*model, sgd(), {1, 28, 28}, budget, options);
+  const nn::BatchSizeResult mixed =
+      nn::find_batch_size(*model, sgd(), {1, 28, 28}, budget, options);
   INFO(nn::describe(mixed));
   INFO(nn::describe(full));
   CHECK(mixed.bytes_per_sample < 0.75 * full.bytes_per_sample);  // 16-bit activations
@@ -279,5 +290,6 @@ TEST_CASE("find_batch_size: a step of the caller's own, with the model restored 
   CHECK(own.next_batch_failed);
   CHECK(relative_error(own.predicted_peak, own.measured_peak) < 0.05);
   const nn::NamedTensors after = model->state_dict();
-  for (std::size_t i = 0; i < after.size(); ++i) CHECK(identical(after[i].second, before[i].second));
+  for (std::size_t i = 0; i < after.size(); ++i)
+    CHECK(identical(after[i].second, before[i].second));
 }

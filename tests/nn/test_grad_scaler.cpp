@@ -16,7 +16,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-float at(const Tensor& t, std::int64_t i = 0) { return t.to(kFloat32).contiguous().data_ptr<float>()[i]; }
+float at(const Tensor& t, std::int64_t i = 0) {
+  return t.to(kFloat32).contiguous().data_ptr<float>()[i];
+}
 
 // A float32 parameter [n] whose gradient is set by hand.
 struct Param {
@@ -58,7 +60,8 @@ TEST_CASE("GradScaler: growth after growth_interval clean steps, backoff after a
   }
 }
 
-TEST_CASE("GradScaler: a step whose gradients hold inf is skipped, parameters and state untouched") {
+TEST_CASE(
+    "GradScaler: a step whose gradients hold inf is skipped, parameters and state untouched") {
   Param w;
   optim::SGD sgd({w.p}, optim::SGDOptions(0.1).momentum(0.9));
   amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 4});
@@ -76,7 +79,9 @@ TEST_CASE("GradScaler: a step whose gradients hold inf is skipped, parameters an
   CHECK(scaler.get_scale() == 2.0);
 }
 
-TEST_CASE("GradScaler: unscale_ divides by the scale once; a second call, or one after step, is an error") {
+TEST_CASE(
+    "GradScaler: unscale_ divides by the scale once; a second call, or one after step, is an "
+    "error") {
   Param w;
   optim::SGD sgd({w.p}, optim::SGDOptions(0.1));
   amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 1024});
@@ -121,7 +126,8 @@ TEST_CASE("GradScaler: micro-batches accumulate under one scale and unscale to t
   optim::SGD sgd({w}, optim::SGDOptions(0.0));
   amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 4096});
   for (int k = 0; k < 4; ++k) {  // 4 micro-batches of 2 rows, each loss divided by 4
-    const Tensor loss = div(cross_entropy(linear(x.narrow(0, 2 * k, 2), w), target.narrow(0, 2 * k, 2)), 4.0);
+    const Tensor loss =
+        div(cross_entropy(linear(x.narrow(0, 2 * k, 2), w), target.narrow(0, 2 * k, 2)), 4.0);
     scaler.scale(loss).backward();
     CHECK(scaler.get_scale() == 4096.0);  // fixed between updates
   }
@@ -188,8 +194,10 @@ TEST_CASE("GradScaler: state_dict round trip and bad options") {
   CHECK(b.get_scale() == 128.0);
   CHECK(b.growth_tracker() == 1);
   CHECK(b.options().growth_interval == 5);
-  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions{.growth_factor = 0.5}), Contains("growth_factor"));
-  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions{.init_scale = -1}), Contains("init_scale"));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions{.growth_factor = 0.5}),
+                    Contains("growth_factor"));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions{.init_scale = -1}),
+                    Contains("init_scale"));
   nn::NamedTensors broken = a.state_dict();
   broken.pop_back();
   CHECK_THROWS_WITH(b.load_state_dict(broken), Contains("_growth_tracker"));

@@ -14,10 +14,13 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-double at(const Tensor& t, std::int64_t i) { return t.to(kFloat64).contiguous().data_ptr<double>()[i]; }
+double at(const Tensor& t, std::int64_t i) {
+  return t.to(kFloat64).contiguous().data_ptr<double>()[i];
+}
 
 bool all_close(const Tensor& a, const Tensor& b, double tol = 1e-6) {
-  return a.sizes() == b.sizes() && abs(sub(a.to(kFloat64), b.to(kFloat64))).max().item<double>() <= tol;
+  return a.sizes() == b.sizes() &&
+         abs(sub(a.to(kFloat64), b.to(kFloat64))).max().item<double>() <= tol;
 }
 
 // gradcheck of a module's forward with respect to its input and every parameter, in float64.
@@ -25,7 +28,8 @@ void check_module_gradients(nn::Module& m, const Tensor& input) {
   m.to(kFloat64);
   std::vector<Tensor> inputs{input.to(kFloat64).detach().requires_grad_()};
   for (const Tensor& p : m.parameters()) inputs.push_back(p);
-  const std::string report = frugal::testing::gradcheck([&m](const std::vector<Tensor>& x) { return m.forward(x[0]); }, inputs);
+  const std::string report = frugal::testing::gradcheck(
+      [&m](const std::vector<Tensor>& x) { return m.forward(x[0]); }, inputs);
   INFO(m.name() << ": " << report);
   CHECK(report.empty());
 }
@@ -35,7 +39,8 @@ void check_module_gradients(nn::Module& m, const Tensor& input) {
 TEST_CASE("named parameters and buffers follow the module tree") {
   auto net = nn::cnn();
   const auto params = net->named_parameters();
-  REQUIRE(params.size() == 16);  // 4 conv weights, 4 batch norms (weight, bias), 2 linear (weight, bias)
+  REQUIRE(params.size() ==
+          16);  // 4 conv weights, 4 batch norms (weight, bias), 2 linear (weight, bias)
   CHECK(params[0].first == "0.weight");
   CHECK(params[1].first == "1.weight");
   CHECK(params[2].first == "1.bias");
@@ -45,7 +50,8 @@ TEST_CASE("named parameters and buffers follow the module tree") {
   CHECK(net->parameter_count() == 288 + 9216 + 18432 + 36864 + 384 + 401536 + 1290);
   for (const Tensor& p : net->parameters()) CHECK(p.requires_grad());
   CHECK_THAT(nn::describe(*net), Contains("(0): Conv2d(1, 32, kernel_size=(3, 3)") &&
-                                     Contains("bias=false") && Contains("fused_relu=true") && Contains("(11): Linear(in_features=3136"));
+                                     Contains("bias=false") && Contains("fused_relu=true") &&
+                                     Contains("(11): Linear(in_features=3136"));
 }
 
 TEST_CASE("the three models map a batch of images to 10 logits") {
@@ -142,7 +148,8 @@ TEST_CASE("BatchNorm2d moves running statistics in training and uses them in eva
   bn.eval();
   Tensor y = bn(x);
   CHECK(bn.num_batches_tracked.item<std::int64_t>() == 1);
-  const double expect = (at(x, 0) - at(bn.running_mean, 0)) / std::sqrt(at(bn.running_var, 0) + 1e-5);
+  const double expect =
+      (at(x, 0) - at(bn.running_mean, 0)) / std::sqrt(at(bn.running_var, 0) + 1e-5);
   CHECK(at(y, 0) == Approx(expect).epsilon(1e-4));
   nn::BatchNorm2d cumulative(nn::BatchNormOptions(2).momentum(std::nullopt));
   cumulative(x);
@@ -172,7 +179,8 @@ TEST_CASE("state_dict round trip, and errors that name every mismatch without mo
   bad[0].second = ones({7});
   auto c = nn::cnn();
   const Tensor before = c->named_parameters()[1].second.clone();
-  CHECK_THROWS_WITH(c->load_state_dict(bad), Contains("missing '0.weight'") && Contains("unexpected 'extra.weight'") &&
+  CHECK_THROWS_WITH(c->load_state_dict(bad), Contains("missing '0.weight'") &&
+                                                 Contains("unexpected 'extra.weight'") &&
                                                  Contains("'1.weight'") && Contains("[7]"));
   CHECK(all_close(c->named_parameters()[1].second, before, 0));  // nothing was modified
 }
@@ -199,7 +207,8 @@ TEST_CASE("train and eval reach every child; zero_grad frees or zeroes gradients
   for (const auto& c : net->children()) CHECK_FALSE(c->is_training());
   net->train();
   CHECK((*net)[1]->is_training());
-  cross_entropy(net->forward(randn({2, 1, 28, 28})), tensor(std::vector<std::int64_t>{1, 2})).backward();
+  cross_entropy(net->forward(randn({2, 1, 28, 28})), tensor(std::vector<std::int64_t>{1, 2}))
+      .backward();
   CHECK(net->parameters()[0].grad().defined());
   net->zero_grad(false);
   CHECK(net->parameters()[0].grad().abs().sum().item<float>() == 0);

@@ -12,7 +12,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-double at(const Tensor& t, std::int64_t i = 0) { return t.to(kFloat64).contiguous().data_ptr<double>()[i]; }
+double at(const Tensor& t, std::int64_t i = 0) {
+  return t.to(kFloat64).contiguous().data_ptr<double>()[i];
+}
 
 // A one-element float64 parameter with a given gradient.
 Tensor param(double value) { return full({1}, value, kFloat64).requires_grad_(); }
@@ -46,7 +48,8 @@ TEST_CASE("SGD with Nesterov momentum and with weight decay") {
     decay.step();
     CHECK(at(q) == Approx(e));
   }
-  CHECK_THROWS_WITH(optim::SGD({param(1)}, optim::SGDOptions(0.1).nesterov(true)), Contains("Nesterov"));
+  CHECK_THROWS_WITH(optim::SGD({param(1)}, optim::SGDOptions(0.1).nesterov(true)),
+                    Contains("Nesterov"));
 }
 
 TEST_CASE("AdamW: constant gradient moves by lr after decoupled decay") {
@@ -76,11 +79,13 @@ TEST_CASE("SGD and AdamW match a float64 reference of PyTorch's formulas on rand
       const double* g = grads[static_cast<std::size_t>(t)].data_ptr<double>();
       for (int i = 0; i < 257; ++i) {
         const double d = g[i] + 1e-2 * ref[static_cast<std::size_t>(i)];
-        buf[static_cast<std::size_t>(i)] = t == 0 ? d : 0.9 * buf[static_cast<std::size_t>(i)] + 0.9 * d;
+        buf[static_cast<std::size_t>(i)] =
+            t == 0 ? d : 0.9 * buf[static_cast<std::size_t>(i)] + 0.9 * d;
         ref[static_cast<std::size_t>(i)] -= 0.05 * buf[static_cast<std::size_t>(i)];
       }
     }
-    for (int i = 0; i < 257; ++i) CHECK(at(p, i) == Approx(ref[static_cast<std::size_t>(i)]).epsilon(1e-12));
+    for (int i = 0; i < 257; ++i)
+      CHECK(at(p, i) == Approx(ref[static_cast<std::size_t>(i)]).epsilon(1e-12));
   }
   SECTION("AdamW, lr 1e-2, betas 0.8 / 0.99, weight decay 0.1") {
     Tensor p = start.clone().requires_grad_();
@@ -98,7 +103,8 @@ TEST_CASE("SGD and AdamW match a float64 reference of PyTorch's formulas on rand
         ref[i] -= 1e-2 * mh / (std::sqrt(vh) + 1e-8);
       }
     }
-    for (int i = 0; i < 257; ++i) CHECK(at(p, i) == Approx(ref[static_cast<std::size_t>(i)]).epsilon(1e-10));
+    for (int i = 0; i < 257; ++i)
+      CHECK(at(p, i) == Approx(ref[static_cast<std::size_t>(i)]).epsilon(1e-10));
   }
 }
 
@@ -109,8 +115,10 @@ TEST_CASE("optimizer state round trips: a restored optimizer continues identical
   for (bool adam : {false, true}) {
     INFO((adam ? "AdamW" : "SGD"));
     auto make = [adam](Tensor& p) -> std::unique_ptr<optim::Optimizer> {
-      if (adam) return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01));
-      return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions(0.1).momentum(0.9));
+      if (adam)
+        return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01));
+      return std::make_unique<optim::SGD>(std::vector<Tensor>{p},
+                                          optim::SGDOptions(0.1).momentum(0.9));
     };
     Tensor a = start.clone().requires_grad_(), b = start.clone().requires_grad_();
     auto oa = make(a);
@@ -181,7 +189,8 @@ TEST_CASE("a few hundred SGD steps on a Fashion-MNIST-sized problem make the los
   double first = 0, last = 0;
   for (int step = 0; step < 200; ++step) {
     const std::int64_t start = (step * 32) % 256;
-    Tensor loss = cross_entropy(net->forward(images.narrow(0, start, 32)), target.narrow(0, start, 32));
+    Tensor loss =
+        cross_entropy(net->forward(images.narrow(0, start, 32)), target.narrow(0, start, 32));
     if (step == 0) first = loss.item<float>();
     last = loss.item<float>();
     sgd.zero_grad();
