@@ -5,7 +5,7 @@
 # frugal-train --device cuda (cnn with --amp fp16 too) and, where python3 has torch, the PyTorch
 # reference on the same GPU, and times malloc+free pairs on the GPU through frugal's caching
 # allocator against cudaMalloc/cudaFree and cudaMallocAsync; prints one short table at the end.
-# Logs and JSON go to $OUT (or /tmp/gpu-check).
+# Logs and JSON go to $OUT (or /tmp/gpu-check); the table also to $OUT/gpu-check.md.
 #   bash scripts/gpu-check.sh DEPS [STEPS]      (STEPS: default 300)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,28 +84,37 @@ def load(name):
         return json.load(open(path)) if os.path.getsize(path) else None
     except (OSError, ValueError):
         return None
-print()
-print(f"GPU: {open(f'{out}/gpu.txt').read().strip()}")
-print(f"CUDA tests: {summary.group(0) if summary else 'no summary'}, {skipped} skipped (ctest exit {rc})")
-print("| allocator | back to back ns/pair | on its own ns | free random + malloc ns |")
-print("|---|---|---|---|")
+lines = []
+say = lines.append  # each line goes to the screen and to gpu-check.md at the end
+say(f"GPU: {open(f'{out}/gpu.txt').read().strip()}")
+say(f"CUDA tests: {summary.group(0) if summary else 'no summary'}, {skipped} skipped (ctest exit {rc})")
+say("| allocator | back to back ns/pair | on its own ns | free random + malloc ns |")
+say("|---|---|---|---|")
 for r in (load("alloc-bench.json") or {"results": []})["results"]:
-    print(f"| {r['subject']} | {r['back_to_back_median_ns']:.0f} | {r['median_ns']:.0f} | "
-          f"{r['replace_median_ns']:.0f} |")
-print("| model | amp | frugal train img/s | PyTorch train img/s | frugal / PyTorch | frugal peak allocated | PyTorch peak allocated |")
-print("|---|---|---|---|---|---|---|")
+    say(f"| {r['subject']} | {r['back_to_back_median_ns']:.0f} | {r['median_ns']:.0f} | "
+        f"{r['replace_median_ns']:.0f} |")
+say("| model | amp | frugal train img/s | PyTorch train img/s | frugal / PyTorch | frugal peak allocated | PyTorch peak allocated |")
+say("|---|---|---|---|---|---|---|")
 for model, amp in (("cnn", "off"), ("mobilenet", "off"), ("cnn", "fp16")):
     f, t = load(f"train-{model}-{amp}.json"), load(f"torch-{model}-{amp}.json")
     fr = f.get("train_images_per_sec") if f else None
     tr = t.get("loop_images_per_sec") if t else None
     ratio = f"{fr / tr:.2f}" if fr and tr else "-"
     mib = lambda d: f"{d['peak_allocated_bytes'] / 2**20:.0f} MiB" if d and "peak_allocated_bytes" in d else "-"
-    print(f"| {model} | {amp} | {fr or 0:.0f} | {tr or 0:.0f} | {ratio} | {mib(f)} | {mib(t)} |")
+    say(f"| {model} | {amp} | {fr or 0:.0f} | {tr or 0:.0f} | {ratio} | {mib(f)} | {mib(t)} |")
 if os.path.exists(f"{out}/memcheck.log"):
     memcheck = open(f"{out}/memcheck.log", errors="replace").read()
     errors = re.search(r"ERROR SUMMARY: \d+ errors?", memcheck)
     cases = re.findall(r"test cases:.*", memcheck)
-    print(f"memcheck: {errors.group(0) if errors else 'no summary (timed out?)'}; {cases[-1] if cases else ''}")
-print(f"gpu-check: {seconds} s")
+    say(f"memcheck: {errors.group(0) if errors else 'no summary (timed out?)'}; {cases[-1] if cases else ''}")
+say(f"gpu-check: {seconds} s")
+failed = re.findall(r"^\s*\d+ - (cuda/.*) \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)\)", log, re.M)
+if failed:
+    say(f"failed CUDA tests ({len(failed)}):")
+    for name, why in failed[:40]:
+        say(f"- {name} ({why})")
+print()
+print("\n".join(lines))
+open(f"{out}/gpu-check.md", "w").write("\n".join(lines) + "\n")
 PY
 exit "$tests_rc"
