@@ -71,10 +71,15 @@ def autocast(device, amp):
     return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
-def step(model, opt, x, y, amp="off", scaler=None):
+def step(model, opt, x, y, amp="off", scaler=None, count_correct=False):
+    """One training step; returns the loss, and with count_correct also the number of correct
+    predictions as a device tensor (frugal-train's step counts them, between forward and backward)."""
     opt.zero_grad(set_to_none=True)
     with autocast(x.device, amp):
-        loss = F.cross_entropy(model(x), y)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+    correct = (logits.detach().argmax(1) == y).sum() if count_correct else None
+    del logits
     if scaler is not None:
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -82,7 +87,7 @@ def step(model, opt, x, y, amp="off", scaler=None):
     else:
         loss.backward()
         opt.step()
-    return loss
+    return (loss, correct) if count_correct else loss
 
 
 def synchronize(device):
@@ -156,9 +161,10 @@ def main():
             if device.type == "cuda":  # staged in pinned memory, as frugal-train does
                 xb = xb.pin_memory().to(device, non_blocking=True)
                 yb = yb.pin_memory().to(device, non_blocking=True)
-            loss = step(model, opt, xb, yb, args.amp, scaler)
-            if device.type == "cuda":
-                loss.item()  # frugal-train reads the loss every step too
+            loss, correct = step(model, opt, xb, yb, args.amp, scaler, count_correct=True)
+            if device.type == "cuda":  # frugal-train reads both after every step too
+                loss.item()
+                correct.item()
             steps += 1
             loop_images += len(idx)
         if 0 <= args.max_steps <= steps:
