@@ -425,7 +425,10 @@ int run(int argc, char** argv) {
         tools::CudaMallocSubject s;
         results.push_back(measure(cuda_malloc, s, n, fewer, timer, failures));
       }
-      if (wanted(cuda_async)) {
+      if (wanted(cuda_async) && !tools::CudaMallocAsyncSubject::supported()) {
+        std::fprintf(stderr, "frugal-alloc-bench: cuda:0 has no stream-ordered memory pools; "
+                             "%s left out\n", cuda_async.c_str());
+      } else if (wanted(cuda_async)) {
         tools::CudaMallocAsyncSubject s(n);
         results.push_back(measure(cuda_async, s, n, w, timer, failures));
       }

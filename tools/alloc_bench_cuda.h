@@ -29,6 +29,7 @@ class CudaStreams {
   CudaStreams& operator=(const CudaStreams&) = delete;
   // The stream of benchmark thread `thread`.
   cudaStream_t operator[](alloc::StreamId thread) const { return streams_[thread]; }
+  int size() const { return static_cast<int>(streams_.size()); }
 
  private:
   std::vector<cudaStream_t> streams_;
@@ -64,13 +65,30 @@ class CudaMallocSubject {
 
 class CudaMallocAsyncSubject {
  public:
+  // Whether device 0 has stream-ordered memory pools at all (some virtualised GPUs do not).
+  static bool supported() {
+    int pools = 0;
+    FRUGAL_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0));
+    return pools != 0;
+  }
   explicit CudaMallocAsyncSubject(int threads) : streams_(threads) {
-    cudaMemPool_t pool = nullptr;
-    FRUGAL_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    FRUGAL_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_, 0));
+    FRUGAL_CUDA_CHECK(
+        cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold_before_));
     std::uint64_t keep_everything = std::numeric_limits<std::uint64_t>::max();
     FRUGAL_CUDA_CHECK(
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+        cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything));
   }
+  // The default pool is the process's: once the frees queued on the streams have run, its
+  // memory goes back to the device and its threshold to what it was, so the subjects
+  // measured after this one (the N-thread runs) find the device as this one found it.
+  ~CudaMallocAsyncSubject() {
+    for (int t = 0; t < streams_.size(); ++t) (void)cudaStreamSynchronize(streams_[t]);
+    (void)cudaMemPoolTrimTo(pool_, 0);
+    (void)cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold_before_);
+  }
+  CudaMallocAsyncSubject(const CudaMallocAsyncSubject&) = delete;
+  CudaMallocAsyncSubject& operator=(const CudaMallocAsyncSubject&) = delete;
   Handle allocate(std::size_t bytes, alloc::StreamId thread) {
     void* p = nullptr;
     FRUGAL_CUDA_CHECK(cudaMallocAsync(&p, bytes, streams_[thread]));
@@ -84,6 +102,8 @@ class CudaMallocAsyncSubject {
 
  private:
   CudaStreams streams_;
+  cudaMemPool_t pool_ = nullptr;
+  std::uint64_t threshold_before_ = 0;
 };
 
 }  // namespace frugal::tools
