@@ -3,7 +3,6 @@
 // workspace fits; depthwise shapes go to direct kernels, the bias to frugal's own (conv_bias.h).
 #include "kernels/cuda/conv.h"
 
-#include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include <algorithm>
@@ -19,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/cuda_check.h"
 #include "common/error.h"
 #include "kernels/cuda/conv_bias.h"
 #include "kernels/cuda/conv_depthwise.h"
@@ -413,13 +411,9 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   validate_conv2d(p);
   if (p.N == 0) {
     // A sum over no samples: zeros (all-zero bits are 0.0 in every T), as the CPU reference.
-    const auto s = reinterpret_cast<cudaStream_t>(current_stream());
     const std::int64_t weights = p.O * (p.C / p.groups) * p.kH * p.kW;
-    FRUGAL_CUDA_CHECK(cudaMemsetAsync(grad_weight, 0, static_cast<std::size_t>(weights) *
-                                                          sizeof(T), s));
-    if (grad_bias != nullptr)
-      FRUGAL_CUDA_CHECK(
-          cudaMemsetAsync(grad_bias, 0, static_cast<std::size_t>(p.O) * sizeof(T), s));
+    memset_bytes(grad_weight, 0, static_cast<std::size_t>(weights) * sizeof(T));
+    if (grad_bias != nullptr) memset_bytes(grad_bias, 0, static_cast<std::size_t>(p.O) * sizeof(T));
     return;
   }
   if (is_depthwise(p))
