@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
@@ -104,7 +105,14 @@ BatchSizeResult find_batch_size(const TrainingStep& step, alloc::CachingAllocato
   FRUGAL_CHECK(options.device_headroom >= 0 && options.device_headroom < 1,
                "find_batch_size: device_headroom must be in [0, 1), got " +
                    std::to_string(options.device_headroom));
-  const auto limit = static_cast<std::int64_t>(allocator.memory_limit());
+  auto limit = static_cast<std::int64_t>(allocator.memory_limit());
+  // On a GPU the limit is the device's total, but memory held outside this allocator (other
+  // processes, the CUDA context, cuBLAS's and cuDNN's own) cannot be had either: what the
+  // allocator holds plus what the device has free is the most a step can reach. Without this
+  // the default budget on a shared GPU lay above what exists, every proposal ran out of
+  // memory, and the backing off by 10% a try ran out of steps at the second probe's batch.
+  if (const std::optional<std::size_t> free = allocator.backend().device_free_memory())
+    limit = std::min(limit, static_cast<std::int64_t>(allocator.memory_reserved() + *free));
   if (budget == 0)
     budget =
         static_cast<std::int64_t>(static_cast<double>(limit) * (1.0 - options.device_headroom));

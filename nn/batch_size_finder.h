@@ -71,7 +71,8 @@ using TrainingStep = std::function<void(std::int64_t batch)>;
 
 // The search over any training step whose tensors live in `allocator`. budget is in bytes of
 // peak allocated memory; 0 means the allocator's limit (set_memory_limit, or the device's
-// capacity) less options.device_headroom; a larger budget is cut to that limit. The step must leave
+// capacity; on a GPU at most what the allocator holds plus the device's free memory) less
+// options.device_headroom; a larger budget is cut to that limit. The step must leave
 // the program's state as it would leave a training step: the finder does not save or restore
 // anything (the Module overload below does). A frugal::Error when even a step at batch 1 does not
 // fit.
