@@ -58,8 +58,8 @@ TEST_CASE("cuda find_batch_size: the default budget leaves out memory held outsi
       .cpu();  // cuBLAS's handle and workspace exist before the free memory is read
   alloc::CachingAllocator& allocator = alloc::cuda_allocator(0);
   const auto total = allocator.memory_limit();
-  const OutsideMemory hog(std::min(total / 4, device_free() / 2));
-  const std::size_t reachable = allocator.memory_reserved() + device_free();
+  // An eighth at most: ctest runs other CUDA tests beside this one on the same device.
+  const OutsideMemory hog(std::min(total / 8, device_free() / 4));
 
   nn::BatchSizeFinderOptions options;
   options.max_batch = 64;  // small steps: only the budget is under test
@@ -70,9 +70,9 @@ TEST_CASE("cuda find_batch_size: the default budget leaves out memory held outsi
       },
       {1, 28, 28}, /*budget: the default*/ 0, options);
   INFO(nn::describe(r));
-  // The device's total less the headroom would be 0.9 * total; what exists is less.
+  // The device's total less the headroom would be 0.9 * total; what exists is less. (Only an
+  // upper bound: other test processes on the device may take or give back memory meanwhile.)
   CHECK(static_cast<double>(r.budget) <= 0.9 * static_cast<double>(total - hog.bytes()));
-  CHECK(static_cast<double>(r.budget) <= 0.9 * static_cast<double>(reachable) + 1);
   CHECK(r.batch == 64);
   CHECK(r.measured_peak <= r.budget);
   // The model on the GPU is as before the search (restored from the finder's host copies).
