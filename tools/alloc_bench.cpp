@@ -136,6 +136,17 @@ void for_each_stamp(const Handle& h, F f) {
   }
 }
 
+// The alignment a subject promises, which the checks hold it to: frugal's 512 bytes unless the
+// subject says otherwise (cudaMalloc and cudaMallocAsync promise CUDA's 256).
+template <typename Subject>
+std::size_t promised_alignment(const Subject& subject) {
+  if constexpr (requires { subject.alignment(); }) {
+    return subject.alignment();
+  } else {
+    return kAlignment;
+  }
+}
+
 struct Failures {
   std::atomic<std::uint64_t> misaligned{0}, overlapping{0}, corrupted{0};
   std::uint64_t total() const { return misaligned + overlapping + corrupted; }
@@ -184,12 +195,13 @@ void run_thread(Subject& subject, const Workload& w, int thread, const tools::Cy
   std::vector<Handle> slots(w.live);
   std::vector<unsigned char> patterns(w.live);
   const auto stream = static_cast<StreamId>(thread);
+  const std::size_t alignment = promised_alignment(subject);
   out.pair.reserve(w.pairs);
   out.replace.reserve(w.pairs);
 
   // Checks a block just allocated: aligned, overlapping no live block; stamps a pattern.
   auto admit = [&](const Handle& h, unsigned char pattern) {
-    if (reinterpret_cast<std::uintptr_t>(h.ptr) % kAlignment != 0) ++failures.misaligned;
+    if (reinterpret_cast<std::uintptr_t>(h.ptr) % alignment != 0) ++failures.misaligned;
     if (!live_set.insert(reinterpret_cast<std::uintptr_t>(h.ptr), h.size)) ++failures.overlapping;
     if (subject.host_memory()) {
       for_each_stamp(h, [&](unsigned char* p, std::size_t n) { std::memset(p, pattern, n); });
@@ -199,7 +211,7 @@ void run_thread(Subject& subject, const Workload& w, int thread, const tools::Cy
   // thread's live blocks.
   auto check_placement = [&](const Handle& h) {
     const auto begin = reinterpret_cast<std::uintptr_t>(h.ptr);
-    if (begin % kAlignment != 0) ++failures.misaligned;
+    if (begin % alignment != 0) ++failures.misaligned;
     for (const Handle& live : slots) {
       const auto live_begin = reinterpret_cast<std::uintptr_t>(live.ptr);
       if (begin < live_begin + live.size && live_begin < begin + h.size) ++failures.overlapping;
@@ -426,8 +438,9 @@ int run(int argc, char** argv) {
         results.push_back(measure(cuda_malloc, s, n, fewer, timer, failures));
       }
       if (wanted(cuda_async) && !tools::CudaMallocAsyncSubject::supported()) {
-        std::fprintf(stderr, "frugal-alloc-bench: cuda:0 has no stream-ordered memory pools; "
-                             "%s left out\n", cuda_async.c_str());
+        std::fprintf(stderr,
+                     "frugal-alloc-bench: cuda:0 has no stream-ordered memory pools; %s left out\n",
+                     cuda_async.c_str());
       } else if (wanted(cuda_async)) {
         tools::CudaMallocAsyncSubject s(n);
         results.push_back(measure(cuda_async, s, n, w, timer, failures));
