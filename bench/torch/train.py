@@ -90,6 +90,26 @@ def step(model, opt, x, y, amp="off", scaler=None, count_correct=False):
     return (loss, correct) if count_correct else loss
 
 
+def full_float32(device):
+    """frugal computes float32 in float32 on the GPU (cuDNN's FMA math, cuBLAS's COMPUTE_32F);
+    PyTorch lets cuDNN run float32 convolutions in TF32 (10-bit mantissas) by default, a faster
+    and less exact arithmetic: turned off, so that both sides time the same one. Only --amp off
+    is affected (autocast's float16/bfloat16 convolutions do not use TF32). --tf32 keeps
+    PyTorch's out-of-the-box setting instead, for that figure beside this one."""
+    if device.type != "cuda":
+        return
+    cudnn = torch.backends.cudnn
+    if hasattr(cudnn, "conv") and hasattr(cudnn.conv, "fp32_precision"):  # PyTorch 2.9 and later
+        # Conv and RNN set alike: PyTorch refuses to read cuDNN's flag where the two differ.
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+        cudnn.conv.fp32_precision = "ieee"
+        if hasattr(cudnn, "rnn"):
+            cudnn.rnn.fp32_precision = "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        cudnn.allow_tf32 = False
+
+
 def synchronize(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -121,15 +141,20 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--amp", default="off", choices=sorted(AMP_DTYPES), help="autocast dtype")
+    parser.add_argument("--tf32", action="store_true",
+                        help="on a GPU, keep PyTorch's default TF32 float32 convolutions (out of the box)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "test")
     device = torch.device(args.device)
+    if not args.tf32:
+        full_float32(device)
     model = make_model(args.model).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    result = {"model": args.model, "threads": args.threads, "device": args.device, "amp": args.amp}
+    result = {"model": args.model, "threads": args.threads, "device": args.device, "amp": args.amp,
+              "tf32": args.tf32 and device.type == "cuda"}
     # Loss scaling where float16 needs it and this PyTorch has a scaler for the device.
     scaler = None
     if args.amp == "fp16" and device.type == "cuda":
