@@ -2,6 +2,10 @@
 // (cudaGetDeviceProperties, cudaMemGetInfo: total - free is the "used" nvidia-smi prints),
 // and this process's share from NVML opened at run time (nvml_process_memory.h), matched to
 // the CUDA device by PCI bus id.
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "allocator/caching_allocator.h"
 #include "allocator/cuda_device.h"
 #include "allocator/default_allocators.h"
@@ -13,13 +17,37 @@ namespace frugal::monitor {
 
 namespace {
 
+// What never changes about a device, read once: cudaGetDeviceProperties fills every field,
+// some through slow driver queries (1 to 10s of milliseconds), and the training monitor's
+// --tensorboard asks for the device view every step.
+struct DeviceIdentity {
+  std::string name;
+  int compute_capability = 0;
+  std::string pci_bus_id;
+};
+
+const DeviceIdentity& identity(int index) {
+  static std::mutex mutex;
+  static std::map<int, DeviceIdentity> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(index); it != known.end()) return it->second;
+  DeviceIdentity id;
+  cudaDeviceProp props{};
+  FRUGAL_CUDA_CHECK(cudaGetDeviceProperties(&props, index));
+  id.name = props.name;
+  id.compute_capability = props.major * 10 + props.minor;
+  char pci_bus_id[32] = {};
+  FRUGAL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, index));
+  id.pci_bus_id = pci_bus_id;
+  return known.emplace(index, std::move(id)).first->second;
+}
+
 DeviceMemory query_device(int index, bool with_allocator) {
   DeviceMemory d;
   d.index = index;
-  cudaDeviceProp props{};
-  FRUGAL_CUDA_CHECK(cudaGetDeviceProperties(&props, index));
-  d.name = props.name;
-  d.compute_capability = props.major * 10 + props.minor;
+  const DeviceIdentity& id = identity(index);
+  d.name = id.name;
+  d.compute_capability = id.compute_capability;
   int current = 0;
   FRUGAL_CUDA_CHECK(cudaGetDevice(&current));
   FRUGAL_CUDA_CHECK(cudaSetDevice(index));
@@ -30,9 +58,7 @@ DeviceMemory query_device(int index, bool with_allocator) {
   d.total = static_cast<std::int64_t>(total_bytes);
   d.free = static_cast<std::int64_t>(free_bytes);
   d.used = d.total - d.free;
-  char pci_bus_id[32] = {};
-  FRUGAL_CUDA_CHECK(cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, index));
-  const NvmlProcessMemory mine = nvml_process_memory(pci_bus_id);
+  const NvmlProcessMemory mine = nvml_process_memory(id.pci_bus_id);
   d.process_used = mine.bytes;
   d.process_used_note = mine.note;
   if (with_allocator) {
