@@ -1,5 +1,6 @@
 """Turns the --metrics-json files of bench/accuracy-amp.sh (DIR/AMP-SEED.json) into markdown."""
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -19,6 +20,8 @@ def main():
     for seed in seeds:
         base = json.load(open(f"{tmp}/off-{seed}.json"))["test_accuracy"]
         for amp in ("off", "bf16", "fp16"):
+            if not os.path.exists(f"{tmp}/{amp}-{seed}.json"):
+                continue  # a mode left out with AMPS
             m = json.load(open(f"{tmp}/{amp}-{seed}.json"))
             acc = " | ".join(f"{100 * e['test_accuracy']:.2f}%" for e in m["per_epoch"])
             diff = 100 * (m["test_accuracy"] - base)
