@@ -63,6 +63,14 @@ for run in cnn:off mobilenet:off cnn:fp16; do
       tail -5 "$out/torch-$model-$amp.log"
   fi
 done
+# PyTorch as it comes, float32 convolutions in TF32 (faster, less exact than frugal's float32):
+# the figure beside the same-arithmetic one, as BENCHMARKS.md asks.
+if [ "$have_torch" = 1 ]; then
+  stage "PyTorch cnn with TF32"
+  python3 bench/torch/train.py --device cuda --model cnn --amp off --tf32 --max-steps "$steps" \
+    --data "$deps/fashion-mnist" > "$out/torch-cnn-tf32.json" 2> "$out/torch-cnn-tf32.log" ||
+    tail -5 "$out/torch-cnn-tf32.log"
+fi
 # Out-of-bounds and misaligned accesses that a value comparison can miss: the CUDA tests under
 # compute-sanitizer's memcheck (10-100x slower; the grid-cap tests left out), where it exists
 # and time is left within the 8 minutes.
@@ -95,8 +103,9 @@ for r in (load("alloc-bench.json") or {"results": []})["results"]:
         f"{r['replace_median_ns']:.0f} |")
 say("| model | amp | frugal train img/s | PyTorch train img/s | frugal / PyTorch | frugal peak allocated | PyTorch peak allocated |")
 say("|---|---|---|---|---|---|---|")
-for model, amp in (("cnn", "off"), ("mobilenet", "off"), ("cnn", "fp16")):
-    f, t = load(f"train-{model}-{amp}.json"), load(f"torch-{model}-{amp}.json")
+for model, amp, torch_run in (("cnn", "off", "cnn-off"), ("mobilenet", "off", "mobilenet-off"),
+                              ("cnn", "fp16", "cnn-fp16"), ("cnn", "off (PyTorch in TF32)", "cnn-tf32")):
+    f, t = load(f"train-{model}-{amp.split()[0]}.json"), load(f"torch-{torch_run}.json")
     fr = f.get("train_images_per_sec") if f else None
     tr = t.get("loop_images_per_sec") if t else None
     ratio = f"{fr / tr:.2f}" if fr and tr else "-"
