@@ -38,6 +38,8 @@ constexpr Subcommand kSubcommands[] = {
      "activation checkpointing: peak memory, time, identical gradients"},
     {"monitor", memlab::monitor_lab,
      "memory_summary, the device view, the HTML report and TensorBoard files"},
+    {"quantize", memlab::quantize_lab,
+     "float32 vs dynamic int8 Linear weights: weight bytes, peak, images/s, accuracy"},
 };
 
 void print_help() {

@@ -16,5 +16,6 @@ int no_grad_lab(int argc, char** argv);
 int architectures_lab(int argc, char** argv);
 int checkpoint_lab(int argc, char** argv);
 int monitor_lab(int argc, char** argv);
+int quantize_lab(int argc, char** argv);
 
 }  // namespace frugal::memlab

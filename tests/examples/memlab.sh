@@ -29,7 +29,7 @@ PY
 }
 
 "$memlab" --help | grep -q checkpoint
-for s in batch-size accumulate empty-cache amp loader leak no-grad architectures checkpoint monitor; do
+for s in batch-size accumulate empty-cache amp loader leak no-grad architectures checkpoint monitor quantize; do
   "$memlab" "$s" --help > /dev/null
 done
 if "$memlab" no-such-lab > /dev/null 2>&1; then echo "FAIL: an unknown subcommand was accepted"; fail=1; fi
@@ -54,8 +54,10 @@ run checkpoint --blocks 8 --batch-size 2 --size 16 --repeats 1
 expect checkpoint 'f["gradients_identical"] and f["checkpoint_peak_bytes"] < f["plain_peak_bytes"]'
 run monitor --steps 2 --batch-size 8 --model mlp --out "$tmp/monitor"
 expect monitor 'f["outputs_ok"] and f["event_records"] > 0 and "Allocated memory" in f["memory_summary"]'
+run quantize --steps 100 --test 1000 --repeats 1
+expect quantize 'f["int8_weight_bytes"] < 0.27 * f["float32_weight_bytes"] and abs(f["int8_test_accuracy"] - f["float32_test_accuracy"]) <= 0.02 and f["prediction_agreement"] >= 0.97 and f["int8_images_per_sec"] > 0'
 
-for s in batch-size accumulate empty-cache amp loader leak no-grad architectures checkpoint monitor; do
+for s in batch-size accumulate empty-cache amp loader leak no-grad architectures checkpoint monitor quantize; do
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("%-14s %5.1f s" % (j["subcommand"], j["seconds"]))' "$tmp/$s.json"
 done
 exit $fail
