@@ -62,11 +62,6 @@ void gemm_tile(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j
   }
 }
 
-void check_finite(std::int64_t bad_row) {
-  FRUGAL_CHECK(bad_row < 0, "quantize: row " + std::to_string(bad_row) +
-                                " holds a non-finite value (inf or NaN cannot be quantized)");
-}
-
 }  // namespace
 
 void gemm_u8s8s32(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
@@ -95,9 +90,9 @@ void gemm_u8s8s32(std::int64_t m, std::int64_t n, std::int64_t k, const std::uin
   }
 }
 
-void quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
+std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
                                 std::int8_t* q, float* scale, std::int32_t* row_sum) {
-  std::atomic<std::int64_t> bad_row{-1};  // no exception may leave a parallel region
+  std::atomic<std::int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t r0, std::int64_t r1) {
                  for (std::int64_t r = r0; r < r1; ++r) {
@@ -120,12 +115,12 @@ void quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t 
                    row_sum[r] = sum;
                  }
                });
-  check_finite(bad_row.load());
+  return bad_row.load();
 }
 
-void quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
+std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
                                  std::uint8_t* q, float* scale, std::int32_t* zero_point) {
-  std::atomic<std::int64_t> bad_row{-1};  // no exception may leave a parallel region
+  std::atomic<std::int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t r0, std::int64_t r1) {
                  for (std::int64_t r = r0; r < r1; ++r) {
@@ -147,7 +142,7 @@ void quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t
                    zero_point[r] = static_cast<std::int32_t>(zp);
                  }
                });
-  check_finite(bad_row.load());
+  return bad_row.load();
 }
 
 void dequantize_linear_output(const std::int32_t* acc, std::int64_t rows, std::int64_t cols,

@@ -20,14 +20,16 @@ void gemm_u8s8s32(std::int64_t m, std::int64_t n, std::int64_t k, const std::uin
 // Per-row symmetric int8: scale[r] = max|x[r, :]| / 127 (1 for an all-zero row) and
 // q = clamp(round(x / scale), -127, 127), so |x - scale * q| <= scale / 2. row_sum[r] is the sum
 // of row r's q (what an asymmetric activation's zero point multiplies). x: rows x cols floats.
-void quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
+// Returns a row holding inf or NaN (whose q are meaningless), or -1 when every value is finite:
+// the caller raises the error, outside any parallel region.
+std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
                                 std::int8_t* q, float* scale, std::int32_t* row_sum);
 
 // Per-row asymmetric uint8 over [min(0, min x), max(0, max x)] (0 is exactly representable,
 // as in PyTorch's quantize_per_tensor_dynamic): scale[r] = (hi - lo) / 255 (1 when hi == lo),
 // zero_point[r] = round(-lo / scale), q = clamp(round(x / scale) + zero_point, 0, 255), so
-// |x - scale * (q - zero_point)| <= scale / 2.
-void quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
+// |x - scale * (q - zero_point)| <= scale / 2. Returns a row holding inf or NaN, or -1.
+std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
                                  std::uint8_t* q, float* scale, std::int32_t* zero_point);
 
 // y[i, j] = x_scale[i] * w_scale[j] * (acc[i, j] - x_zero_point[i] * w_sum[j]) + bias[j]

@@ -3,20 +3,23 @@
 #include "nn/quantized/linear.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "common/error.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/ops/factory.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/quantized_gemm.h"
 
 namespace frugal::nn::quantized {
 namespace {
 
-// Input rows quantized and multiplied at a time: the temporaries are kChunkRows * in_features
-// bytes plus 8 bytes a row. The int32 sums go straight into the output's memory (4 bytes an
-// element, like the floats that replace them), so they cost nothing extra.
-constexpr std::int64_t kChunkRows = 128;
+// Input rows quantized and multiplied at a time by one thread: the temporaries are
+// threads * kChunkRows * in_features bytes plus 8 bytes a row. The int32 sums go straight into
+// the output's memory (4 bytes an element, like the floats that replace them), so they cost
+// nothing extra.
+constexpr std::int64_t kChunkRows = 64;
 
 std::string layer_text(std::int64_t in, std::int64_t out) {
   return "DynamicLinear(in_features=" + std::to_string(in) +
@@ -42,10 +45,12 @@ DynamicLinear::DynamicLinear(const Linear& linear)
   weight = empty({out_features, in_features}, kUInt8);
   weight_scale = empty({out_features}, kFloat32);
   weight_sum = empty({out_features}, kInt32);
-  kernels::cpu::quantize_rows_symmetric_s8(
+  const std::int64_t bad = kernels::cpu::quantize_rows_symmetric_s8(
       w.data_ptr<float>(), out_features, in_features,
       reinterpret_cast<std::int8_t*>(weight.data_ptr<std::uint8_t>()),
       weight_scale.data_ptr<float>(), weight_sum.data_ptr<std::int32_t>());
+  FRUGAL_CHECK(bad < 0, name + ": row " + std::to_string(bad) +
+                            " of the Linear's weight holds inf or NaN, which cannot be quantized");
   register_buffer("weight", weight);
   register_buffer("weight_scale", weight_scale);
   register_buffer("weight_sum", weight_sum);
@@ -80,28 +85,50 @@ Tensor DynamicLinear::forward(const Tensor& input) {
   Tensor y = empty(out_sizes, kFloat32);
   if (rows == 0) return y;
 
-  const std::int64_t chunk = std::min(rows, kChunkRows);
-  const Tensor qx = empty({chunk, in_features}, kUInt8);
-  const Tensor x_scale = empty({chunk}, kFloat32);
-  const Tensor x_zero_point = empty({chunk}, kInt32);
+  // Large batches: one parallel region for the whole layer, each thread quantizing,
+  // multiplying and rescaling its own rows, chunk by chunk, in its own slot of the scratch
+  // (a region per kernel costs a fork and a barrier each, which a loaded machine makes
+  // expensive). Small batches: one task, and the GEMM splits the weight rows between threads.
+  const std::int64_t threads = kernels::cpu::get_num_threads();
+  const std::int64_t tasks = rows >= 4 * threads ? threads : 1;
+  const std::int64_t chunk = std::min((rows + tasks - 1) / tasks, kChunkRows);
+  const Tensor qx = empty({tasks, chunk, in_features}, kUInt8);
+  const Tensor x_scale = empty({rows}, kFloat32);
+  const Tensor x_zero_point = empty({rows}, kInt32);
   const float* xp = x.data_ptr<float>();
   float* yp = y.data_ptr<float>();
+  std::uint8_t* qp = qx.data_ptr<std::uint8_t>();
+  float* sp = x_scale.data_ptr<float>();
+  std::int32_t* zp = x_zero_point.data_ptr<std::int32_t>();
   const auto* wq = reinterpret_cast<const std::int8_t*>(weight.data_ptr<std::uint8_t>());
+  const float* ws = weight_scale.data_ptr<float>();
+  const std::int32_t* wsum = weight_sum.data_ptr<std::int32_t>();
   const float* bp = bias.defined() ? bias.data_ptr<float>() : nullptr;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const std::int64_t n = std::min(chunk, rows - r0);
-    kernels::cpu::quantize_rows_asymmetric_u8(xp + r0 * in_features, n, in_features,
-                                              qx.data_ptr<std::uint8_t>(),
-                                              x_scale.data_ptr<float>(),
-                                              x_zero_point.data_ptr<std::int32_t>());
-    auto* acc = reinterpret_cast<std::int32_t*>(yp + r0 * out_features);
-    kernels::cpu::gemm_u8s8s32(n, out_features, in_features, qx.data_ptr<std::uint8_t>(),
-                               in_features, wq, in_features, acc, out_features);
-    kernels::cpu::dequantize_linear_output(
-        acc, n, out_features, x_scale.data_ptr<float>(),
-        x_zero_point.data_ptr<std::int32_t>(), weight_scale.data_ptr<float>(),
-        weight_sum.data_ptr<std::int32_t>(), bp, yp + r0 * out_features);
+  std::atomic<std::int64_t> bad_row{-1};  // no exception may leave a parallel region
+  const auto run_rows = [&](std::int64_t slot, std::int64_t begin, std::int64_t end) {
+    std::uint8_t* q = qp + slot * chunk * in_features;
+    for (std::int64_t r0 = begin; r0 < end; r0 += chunk) {
+      const std::int64_t n = std::min(chunk, end - r0);
+      const std::int64_t bad = kernels::cpu::quantize_rows_asymmetric_u8(
+          xp + r0 * in_features, n, in_features, q, sp + r0, zp + r0);
+      if (bad >= 0) bad_row.store(r0 + bad);
+      // The int32 sums go into the output's own memory and are rescaled in place.
+      auto* acc = reinterpret_cast<std::int32_t*>(yp + r0 * out_features);
+      kernels::cpu::gemm_u8s8s32(n, out_features, in_features, q, in_features, wq, in_features,
+                                 acc, out_features);
+      kernels::cpu::dequantize_linear_output(acc, n, out_features, sp + r0, zp + r0, ws, wsum,
+                                             bp, yp + r0 * out_features);
+    }
+  };
+  if (tasks == 1) {
+    run_rows(0, 0, rows);
+  } else {
+    kernels::cpu::parallel_for(0, tasks, 1, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) run_rows(t, rows * t / tasks, rows * (t + 1) / tasks);
+    });
   }
+  FRUGAL_CHECK(bad_row.load() < 0, name + ": input row " + std::to_string(bad_row.load()) +
+                                       " holds a non-finite value (inf or NaN cannot be quantized)");
   return y;
 }
 

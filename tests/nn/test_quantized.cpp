@@ -116,7 +116,7 @@ TEST_CASE("DynamicLinear matches the float Linear within the quantization error 
   manual_seed(3);
   nn::Linear linear(300, 70);
   nn::quantized::DynamicLinear q(linear);
-  const Tensor x = randn({200, 300});  // 200 rows: two chunks of the forward's 128
+  const Tensor x = randn({200, 300});  // 200 rows: split between threads, several chunks each
   CHECK(worst_error_over_bound(linear, q, x) <= 1.0);
   const Tensor relu_like = relu(randn({5, 300}));  // non-negative rows: the zero point is 0
   CHECK(worst_error_over_bound(linear, q, relu_like) <= 1.0);
@@ -225,7 +225,13 @@ TEST_CASE("DynamicLinear refuses bad inputs with an error naming the layer") {
   }
   Tensor bad = randn({2, 6});
   bad.data_ptr<float>()[7] = std::nanf("");
-  CHECK_THROWS_WITH(q.forward(bad), Contains("row 1") && Contains("non-finite"));
+  CHECK_THROWS_WITH(q.forward(bad), layer && Contains("row 1") && Contains("non-finite"));
+  Tensor bad_big = randn({300, 6});  // rows split between threads: raised after the region
+  bad_big.data_ptr<float>()[250 * 6 + 2] = INFINITY;
+  CHECK_THROWS_WITH(q.forward(bad_big), layer && Contains("row 250"));
+  nn::Linear nan_weight(6, 3);
+  nan_weight.weight.data_ptr<float>()[8] = std::nanf("");  // row 1 of [3, 6]
+  CHECK_THROWS_WITH(nn::quantized::DynamicLinear(nan_weight), Contains("row 1") && Contains("NaN"));
   CHECK(q.forward(randn({0, 6})).sizes() == IntArrayRef{0, 3});
 
   nn::Linear wide(6, 3);
