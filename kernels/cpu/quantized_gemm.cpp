@@ -1,12 +1,12 @@
-// The uint8 x int8 -> int32 GEMM and the per-row quantizers of quantized_gemm.h. The GEMM's
-// inner loop is a plain widening dot product over 4 weight rows at once, written so that the
-// compiler vectorises it (with -march=native on a VNNI machine GCC emits vpdpbusd for it).
+// The uint8 x int8 -> int32 GEMM, its fused rescale, and the per-row quantizers of
+// quantized_gemm.h. The GEMM's inner loop is a plain widening dot product over 4 weight rows at
+// once, written so that the compiler vectorises it (with -march=native on a VNNI machine GCC
+// emits vpdpbusd for it).
 #include "kernels/cpu/quantized_gemm.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "common/error.h"
@@ -46,19 +46,54 @@ inline std::int32_t dot_1x1(const std::uint8_t* __restrict a, const std::int8_t*
   return s;
 }
 
-// Rows [i0, i1) of C, columns [j0, j1).
+// Rows [i0, i1) of C = A B^T, columns [j0, j1): store(i, j, sums, count) receives the int32
+// sums of row i, columns j .. j + count - 1, as they come out of the dot products.
+template <class Store>
 void gemm_tile(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
                std::int64_t k, const std::uint8_t* a, std::int64_t lda, const std::int8_t* b,
-               std::int64_t ldb, std::int32_t* c, std::int64_t ldc) {
+               std::int64_t ldb, const Store& store) {
   for (std::int64_t jb = j0; jb < j1; jb += kWeightBlock) {
     const std::int64_t je = std::min(j1, jb + kWeightBlock);
     for (std::int64_t i = i0; i < i1; ++i) {
       const std::uint8_t* ai = a + i * lda;
-      std::int32_t* ci = c + i * ldc;
+      std::int32_t sums[4];
       std::int64_t j = jb;
-      for (; j + 4 <= je; j += 4) dot_1x4(ai, b + j * ldb, ldb, k, ci + j);
-      for (; j < je; ++j) ci[j] = dot_1x1(ai, b + j * ldb, k);
+      for (; j + 4 <= je; j += 4) {
+        dot_1x4(ai, b + j * ldb, ldb, k, sums);
+        store(i, j, sums, 4);
+      }
+      for (; j < je; ++j) {
+        sums[0] = dot_1x1(ai, b + j * ldb, k);
+        store(i, j, sums, 1);
+      }
     }
+  }
+}
+
+// The GEMM's threading: rows of C per thread when there are enough, else weight rows (in
+// blocks of 4) per thread.
+template <class Store>
+void gemm_parallel(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
+                   std::int64_t lda, const std::int8_t* b, std::int64_t ldb, const Store& store) {
+  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, "quantized gemm: negative size");
+  FRUGAL_CHECK(k <= kMaxQuantizedGemmK,
+               "quantized gemm: k = " + std::to_string(k) +
+                   " could overflow the int32 sums (at most " +
+                   std::to_string(kMaxQuantizedGemmK) + ")");
+  if (m == 0 || n == 0) return;
+  const std::int64_t work_per_row = n * std::max<std::int64_t>(k, 1);
+  if (m >= 4 * get_num_threads()) {
+    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / work_per_row);
+    parallel_for(0, m, grain, [&](std::int64_t i0, std::int64_t i1) {
+      gemm_tile(i0, i1, 0, n, k, a, lda, b, ldb, store);
+    });
+  } else {
+    const std::int64_t blocks = (n + 3) / 4;
+    const std::int64_t grain =
+        std::max<std::int64_t>(1, 32768 / (4 * m * std::max<std::int64_t>(k, 1)));
+    parallel_for(0, blocks, grain, [&](std::int64_t b0, std::int64_t b1) {
+      gemm_tile(0, m, 4 * b0, std::min(n, 4 * b1), k, a, lda, b, ldb, store);
+    });
   }
 }
 
@@ -67,27 +102,28 @@ void gemm_tile(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j
 void gemm_u8s8s32(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
                   std::int64_t lda, const std::int8_t* b, std::int64_t ldb, std::int32_t* c,
                   std::int64_t ldc) {
-  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm_u8s8s32: negative size");
-  FRUGAL_CHECK(k <= kMaxQuantizedGemmK,
-               "gemm_u8s8s32: k = " + std::to_string(k) + " could overflow the int32 sums (at most " +
-                   std::to_string(kMaxQuantizedGemmK) + ")");
-  if (m == 0 || n == 0) return;
-  const std::int64_t work_per_row = n * std::max<std::int64_t>(k, 1);
-  const std::int64_t threads = get_num_threads();
-  if (m >= 4 * threads) {
-    // Enough rows: each thread takes whole rows and streams every weight block through them.
-    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / work_per_row);
-    parallel_for(0, m, grain, [&](std::int64_t i0, std::int64_t i1) {
-      gemm_tile(i0, i1, 0, n, k, a, lda, b, ldb, c, ldc);
-    });
-  } else {
-    // Few rows (small batches): split the weight rows, in blocks of 4, between threads.
-    const std::int64_t blocks = (n + 3) / 4;
-    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / (4 * m * std::max<std::int64_t>(k, 1)));
-    parallel_for(0, blocks, grain, [&](std::int64_t b0, std::int64_t b1) {
-      gemm_tile(0, m, 4 * b0, std::min(n, 4 * b1), k, a, lda, b, ldb, c, ldc);
-    });
-  }
+  gemm_parallel(m, n, k, a, lda, b, ldb,
+                [&](std::int64_t i, std::int64_t j, const std::int32_t* sums, int count) {
+                  for (int t = 0; t < count; ++t) c[i * ldc + j + t] = sums[t];
+                });
+}
+
+void quantized_linear_u8s8(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
+                           std::int64_t lda, const std::int8_t* b, std::int64_t ldb,
+                           const float* x_scale, const std::int32_t* x_zero_point,
+                           const float* w_scale, const std::int32_t* w_sum, const float* bias,
+                           float* y, std::int64_t ldy) {
+  gemm_parallel(m, n, k, a, lda, b, ldb,
+                [&](std::int64_t i, std::int64_t j, const std::int32_t* sums, int count) {
+                  const float xs = x_scale[i];
+                  const std::int32_t zp = x_zero_point[i];
+                  for (int t = 0; t < count; ++t) {
+                    // Exact in int32: it is sum_k (a - zp) * b, bounded like the sums.
+                    const std::int32_t centred = sums[t] - zp * w_sum[j + t];
+                    y[i * ldy + j + t] = xs * w_scale[j + t] * static_cast<float>(centred) +
+                                         (bias != nullptr ? bias[j + t] : 0.0f);
+                  }
+                });
 }
 
 std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
@@ -98,6 +134,7 @@ std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::
                  for (std::int64_t r = r0; r < r1; ++r) {
                    const float* xr = x + r * cols;
                    float amax = 0, probe = 0;  // probe: NaN if any value is inf or NaN
+#pragma omp simd reduction(max : amax) reduction(+ : probe)
                    for (std::int64_t c = 0; c < cols; ++c) {
                      amax = std::max(amax, std::fabs(xr[c]));
                      probe += xr[c] * 0.0f;
@@ -105,10 +142,12 @@ std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::
                    if (!std::isfinite(probe)) bad_row.store(r);
                    const float s = amax > 0 ? amax / 127.0f : 1.0f;
                    std::int32_t sum = 0;
+                   std::int8_t* qr = q + r * cols;
+#pragma omp simd reduction(+ : sum)
                    for (std::int64_t c = 0; c < cols; ++c) {
-                     const float v = std::nearbyint(xr[c] / s);
-                     const auto qv = static_cast<std::int8_t>(std::clamp(v, -127.0f, 127.0f));
-                     q[r * cols + c] = qv;
+                     const float v = std::clamp(std::nearbyint(xr[c] / s), -127.0f, 127.0f);
+                     const auto qv = static_cast<std::int32_t>(v);
+                     qr[c] = static_cast<std::int8_t>(qv);
                      sum += qv;
                    }
                    scale[r] = s;
@@ -126,6 +165,7 @@ std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std:
                  for (std::int64_t r = r0; r < r1; ++r) {
                    const float* xr = x + r * cols;
                    float lo = 0, hi = 0, probe = 0;  // probe: NaN if any value is inf or NaN
+#pragma omp simd reduction(min : lo) reduction(max : hi) reduction(+ : probe)
                    for (std::int64_t c = 0; c < cols; ++c) {
                      lo = std::min(lo, xr[c]);
                      hi = std::max(hi, xr[c]);
@@ -134,42 +174,17 @@ std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std:
                    if (!std::isfinite(probe)) bad_row.store(r);
                    const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
                    const float zp = std::clamp(std::nearbyint(-lo / s), 0.0f, 255.0f);
+                   std::uint8_t* qr = q + r * cols;
+#pragma omp simd
                    for (std::int64_t c = 0; c < cols; ++c) {
-                     const float v = std::nearbyint(xr[c] / s) + zp;
-                     q[r * cols + c] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f));
+                     const float v = std::clamp(std::nearbyint(xr[c] / s) + zp, 0.0f, 255.0f);
+                     qr[c] = static_cast<std::uint8_t>(static_cast<std::int32_t>(v));
                    }
                    scale[r] = s;
                    zero_point[r] = static_cast<std::int32_t>(zp);
                  }
                });
   return bad_row.load();
-}
-
-void dequantize_linear_output(const std::int32_t* acc, std::int64_t rows, std::int64_t cols,
-                              const float* x_scale, const std::int32_t* x_zero_point,
-                              const float* w_scale, const std::int32_t* w_sum, const float* bias,
-                              float* y) {
-  // acc and y may be the same bytes (in place): each element is read as int32 and written as
-  // float through memcpy, which the aliasing rules allow and compilers turn into plain moves.
-  const auto* acc_bytes = reinterpret_cast<const unsigned char*>(acc);
-  auto* y_bytes = reinterpret_cast<unsigned char*>(y);
-  parallel_for(0, rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(cols, 1)),
-               [&](std::int64_t r0, std::int64_t r1) {
-                 for (std::int64_t r = r0; r < r1; ++r) {
-                   const float xs = x_scale[r];
-                   const std::int32_t zp = x_zero_point[r];
-                   for (std::int64_t c = 0; c < cols; ++c) {
-                     const std::size_t at = static_cast<std::size_t>(r * cols + c) * 4;
-                     std::int32_t sum;
-                     std::memcpy(&sum, acc_bytes + at, 4);
-                     // Exact in int32: it is sum_k (q - zp) * w, bounded like the GEMM's sums.
-                     const std::int32_t centred = sum - zp * w_sum[c];
-                     const float v = xs * w_scale[c] * static_cast<float>(centred) +
-                                     (bias != nullptr ? bias[c] : 0.0f);
-                     std::memcpy(y_bytes + at, &v, 4);
-                   }
-                 }
-               });
 }
 
 }  // namespace frugal::kernels::cpu

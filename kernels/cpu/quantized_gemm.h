@@ -32,12 +32,15 @@ std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::
 std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
                                  std::uint8_t* q, float* scale, std::int32_t* zero_point);
 
-// y[i, j] = x_scale[i] * w_scale[j] * (acc[i, j] - x_zero_point[i] * w_sum[j]) + bias[j]
-// (bias may be null): the float result of the integer GEMM. acc: rows x cols, y likewise; y may
-// be acc's own memory (the int32 sums are replaced by the floats in place).
-void dequantize_linear_output(const std::int32_t* acc, std::int64_t rows, std::int64_t cols,
-                              const float* x_scale, const std::int32_t* x_zero_point,
-                              const float* w_scale, const std::int32_t* w_sum, const float* bias,
-                              float* y);
+// A dynamically quantized Linear's product: gemm_u8s8s32's sums, rescaled to float as they
+// come out of the dot products (no int32 matrix is stored):
+//   y[i*ldy + j] = x_scale[i] * w_scale[j] * (sum_k a[i, k] b[j, k] - x_zero_point[i] * w_sum[j])
+//                  + bias[j]
+// with w_sum[j] = sum_k b[j, k] and bias null for none. Same threading and limits as the GEMM.
+void quantized_linear_u8s8(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
+                           std::int64_t lda, const std::int8_t* b, std::int64_t ldb,
+                           const float* x_scale, const std::int32_t* x_zero_point,
+                           const float* w_scale, const std::int32_t* w_sum, const float* bias,
+                           float* y, std::int64_t ldy);
 
 }  // namespace frugal::kernels::cpu

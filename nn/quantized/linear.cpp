@@ -1,5 +1,5 @@
 // DynamicLinear: quantizes a Linear's weight once, and each input on the fly, in row chunks so
-// that the temporaries (uint8 input, int32 sums) stay small whatever the batch.
+// that the temporaries (the uint8 rows being multiplied) stay small whatever the batch.
 #include "nn/quantized/linear.h"
 
 #include <algorithm>
@@ -16,9 +16,8 @@ namespace frugal::nn::quantized {
 namespace {
 
 // Input rows quantized and multiplied at a time by one thread: the temporaries are
-// threads * kChunkRows * in_features bytes plus 8 bytes a row. The int32 sums go straight into
-// the output's memory (4 bytes an element, like the floats that replace them), so they cost
-// nothing extra.
+// threads * kChunkRows * in_features bytes plus 8 bytes a row (the int32 sums are rescaled to
+// float as they come out of the dot products, never stored).
 constexpr std::int64_t kChunkRows = 64;
 
 std::string layer_text(std::int64_t in, std::int64_t out) {
@@ -112,12 +111,9 @@ Tensor DynamicLinear::forward(const Tensor& input) {
       const std::int64_t bad = kernels::cpu::quantize_rows_asymmetric_u8(
           xp + r0 * in_features, n, in_features, q, sp + r0, zp + r0);
       if (bad >= 0) bad_row.store(r0 + bad);
-      // The int32 sums go into the output's own memory and are rescaled in place.
-      auto* acc = reinterpret_cast<std::int32_t*>(yp + r0 * out_features);
-      kernels::cpu::gemm_u8s8s32(n, out_features, in_features, q, in_features, wq, in_features,
-                                 acc, out_features);
-      kernels::cpu::dequantize_linear_output(acc, n, out_features, sp + r0, zp + r0, ws, wsum,
-                                             bp, yp + r0 * out_features);
+      kernels::cpu::quantized_linear_u8s8(n, out_features, in_features, q, in_features, wq,
+                                          in_features, sp + r0, zp + r0, ws, wsum, bp,
+                                          yp + r0 * out_features, out_features);
     }
   };
   if (tasks == 1) {

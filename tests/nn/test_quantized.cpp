@@ -43,6 +43,36 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937& rn
     for (std::int64_t j = n; j < ldc; ++j) mismatches += c[i * ldc + j] != 12345;  // untouched
   }
   CHECK(mismatches == 0);
+
+  // The fused rescale gives the float of those sums as its formula says (to float rounding: the
+  // compiler may fuse a multiply and an add). Zero points only where a real input could have
+  // them: sum_k (a - zp) b must fit int32 like the sums, which the extreme case leaves no room for.
+  std::vector<float> xs(static_cast<std::size_t>(m)), ws(static_cast<std::size_t>(n)),
+      bias(static_cast<std::size_t>(n)), y(static_cast<std::size_t>(m * ldc));
+  std::vector<std::int32_t> zp(static_cast<std::size_t>(m)), wsum(static_cast<std::size_t>(n));
+  std::uniform_real_distribution<float> du01(0.001f, 0.1f);
+  for (std::int64_t i = 0; i < m; ++i) {
+    xs[i] = du01(rng);
+    zp[i] = extreme ? 0 : du(rng);
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    ws[j] = du01(rng);
+    bias[j] = du01(rng);
+    wsum[j] = 0;
+    for (std::int64_t p = 0; p < k; ++p) wsum[j] += b[j * ldb + p];
+  }
+  kernels::cpu::quantized_linear_u8s8(m, n, k, a.data(), lda, b.data(), ldb, xs.data(), zp.data(),
+                                      ws.data(), wsum.data(), bias.data(), y.data(), ldc);
+  std::int64_t differ = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double product = double{xs[i]} * ws[j] *
+                             static_cast<double>(std::int64_t{c[i * ldc + j]} -
+                                                 std::int64_t{zp[i]} * wsum[j]);
+      differ += std::fabs(y[i * ldc + j] - (product + bias[j])) >
+                1e-6 * (std::fabs(product) + bias[j]);
+    }
+  CHECK(differ == 0);
 }
 
 // Largest |y - y_ref| / bound over all elements, where bound is the worst-case error of the
@@ -92,7 +122,7 @@ struct Wrapper : nn::Module {
 
 }  // namespace
 
-TEST_CASE("gemm_u8s8s32 equals a naive integer loop exactly") {
+TEST_CASE("gemm_u8s8s32 equals a naive integer loop exactly, and the fused rescale its formula") {
   std::mt19937 rng(7);
   check_gemm(37, 29, 131, rng, false);  // whole rows per thread (on up to 9 threads)
   check_gemm(1, 61, 784, rng, false);   // one row: the columns are split
