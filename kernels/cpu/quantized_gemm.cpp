@@ -157,8 +157,10 @@ void quantized_linear_u8s8(std::int64_t m, std::int64_t n, std::int64_t k, const
                   for (int t = 0; t < count; ++t) {
                     // Exact in int32: it is sum_k (a - zp) * b, bounded like the sums.
                     const std::int32_t centred = sums[t] - zp * w_sum[j + t];
-                    y[i * ldy + j + t] = xs * w_scale[j + t] * static_cast<float>(centred) +
-                                         (bias != nullptr ? bias[j + t] : 0.0f);
+                    // An explicit fma: whether the compiler would contract a * b + c depends
+                    // on how this is inlined, and a row must give the same bits on any path.
+                    y[i * ldy + j + t] = std::fma(xs * w_scale[j + t], static_cast<float>(centred),
+                                                  bias != nullptr ? bias[j + t] : 0.0f);
                   }
                 });
 }

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "allocator/cuda_device.h"
 #include "allocator/default_allocators.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/quantized_gemm.h"
 #include "nn/nn.h"
 
@@ -21,6 +23,12 @@ namespace {
 
 std::int64_t requested_now() {
   return alloc::cpu_allocator().stats().requested_bytes.all().current;
+}
+
+// Same shape and the same bytes.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return ca.sizes() == cb.sizes() && std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 // C = A B^T with lda/ldb/ldc wider than the matrices, against a naive int64 loop, exactly.
@@ -209,6 +217,10 @@ TEST_CASE("quantize_dynamic on the mlp keeps the argmax of its logits on >= 99% 
   }
   CHECK(linears == 3);
   CHECK_FALSE(q->is_training());
+  // int8 weights, float32 scales, int32 row sums and float32 biases of 784-512-512-10.
+  std::int64_t q_bytes = 0;
+  for (const auto& [name, t] : q->state_dict()) q_bytes += static_cast<std::int64_t>(t.nbytes());
+  CHECK(q_bytes == (784 * 512 + 512 * 512 + 512 * 10) + 3 * 4 * (512 + 512 + 10));
 
   const Tensor x = randn({2000, 1, 28, 28});
   Tensor float_logits, int8_logits;
@@ -224,6 +236,16 @@ TEST_CASE("quantize_dynamic on the mlp keeps the argmax of its logits on >= 99% 
   INFO("argmax agreement " << agree);
   CHECK(agree >= 0.99);
 
+  // Dropping the float model gives its weights back: the quantized one holds none of them.
+  const auto float_bytes = static_cast<std::int64_t>(model->parameter_count()) * 4;
+  const std::int64_t before = requested_now();
+  model.reset();
+  CHECK(before - requested_now() == float_bytes);
+  {
+    InferenceMode inference;
+    CHECK(same_bits(q->forward(x), int8_logits));  // shared children still work
+  }
+
   // Nested Sequentials are rebuilt too; a Linear in another container is an error.
   nn::Sequential nested{std::make_shared<nn::Sequential>(
                             std::initializer_list<std::shared_ptr<nn::Module>>{
@@ -235,6 +257,22 @@ TEST_CASE("quantize_dynamic on the mlp keeps the argmax of its logits on >= 99% 
   CHECK(dynamic_cast<nn::quantized::DynamicLinear*>((*inner)[0].get()) != nullptr);
   nn::Sequential wrapped{std::make_shared<Wrapper>()};
   CHECK_THROWS_WITH(nn::quantized::quantize_dynamic(wrapped), Contains("'0.fc'"));
+}
+
+TEST_CASE("DynamicLinear gives the same bits at any thread count and batch split") {
+  manual_seed(6);
+  nn::Linear linear(100, 33);
+  nn::quantized::DynamicLinear q(linear);
+  const Tensor x = randn({301, 100});
+  const int threads = kernels::cpu::get_num_threads();
+  kernels::cpu::set_num_threads(1);
+  const Tensor one = q.forward(x);
+  kernels::cpu::set_num_threads(3);
+  const Tensor three = q.forward(x);
+  kernels::cpu::set_num_threads(threads);
+  CHECK(same_bits(one, three));
+  // Row by row (the small-batch path, the weight rows split between threads) as well.
+  CHECK(same_bits(q.forward(x.narrow(0, 17, 2)), one.narrow(0, 17, 2)));
 }
 
 TEST_CASE("DynamicLinear refuses bad inputs with an error naming the layer") {
