@@ -132,14 +132,15 @@ int quantize_lab(int argc, char** argv) {
   }
   report.figures().field("prediction_agreement", agreement);
   report.figures().field("test_images", test_set.size());
-  report.note("weight bytes: every tensor of the state_dict (int8: weights, float32 scales, int32 "
-              "row sums, float32 biases)");
-  report.note("inference peak: allocated peak of one pass above the model and the batch "
-              "(activations, logits, quantization temporaries)");
+  report.note(
+      "weight bytes: every tensor of the state_dict (int8: weights, float32 scales, int32 "
+      "row sums, float32 biases)");
+  report.note(
+      "inference peak: allocated peak of one pass above the model and the batch "
+      "(activations, logits, quantization temporaries)");
   report.note("the two models predict the same class on " + percent_text(agreement) + " of " +
-              std::to_string(test_set.size()) +
-              " test images; images/s is the median of " + std::to_string(repeats) +
-              " passes, wall clock on a shared machine");
+              std::to_string(test_set.size()) + " test images; images/s is the median of " +
+              std::to_string(repeats) + " passes, wall clock on a shared machine");
   report.print(cli.has("json"), seconds_now() - t0);
   return 0;
 }

@@ -71,9 +71,9 @@ inline std::int32_t dot_1x1(const std::uint8_t* __restrict a, const std::int8_t*
 // Rows [i0, i1) of C = A B^T, columns [j0, j1): store(i, j, sums, count) receives the int32
 // sums of row i, columns j .. j + count - 1, as they come out of the dot products.
 template <class Store>
-void gemm_tile(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1,
-               std::int64_t k, const std::uint8_t* a, std::int64_t lda, const std::int8_t* b,
-               std::int64_t ldb, const Store& store) {
+void gemm_tile(std::int64_t i0, std::int64_t i1, std::int64_t j0, std::int64_t j1, std::int64_t k,
+               const std::uint8_t* a, std::int64_t lda, const std::int8_t* b, std::int64_t ldb,
+               const Store& store) {
   for (std::int64_t jb = j0; jb < j1; jb += kWeightBlock) {
     const std::int64_t je = std::min(j1, jb + kWeightBlock);
     std::int64_t i = i0;
@@ -113,10 +113,9 @@ template <class Store>
 void gemm_parallel(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
                    std::int64_t lda, const std::int8_t* b, std::int64_t ldb, const Store& store) {
   FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, "quantized gemm: negative size");
-  FRUGAL_CHECK(k <= kMaxQuantizedGemmK,
-               "quantized gemm: k = " + std::to_string(k) +
-                   " could overflow the int32 sums (at most " +
-                   std::to_string(kMaxQuantizedGemmK) + ")");
+  FRUGAL_CHECK(k <= kMaxQuantizedGemmK, "quantized gemm: k = " + std::to_string(k) +
+                                            " could overflow the int32 sums (at most " +
+                                            std::to_string(kMaxQuantizedGemmK) + ")");
   if (m == 0 || n == 0) return;
   const std::int64_t work_per_row = n * std::max<std::int64_t>(k, 1);
   if (m >= 4 * get_num_threads()) {
@@ -166,7 +165,7 @@ void quantized_linear_u8s8(std::int64_t m, std::int64_t n, std::int64_t k, const
 }
 
 std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
-                                std::int8_t* q, float* scale, std::int32_t* row_sum) {
+                                        std::int8_t* q, float* scale, std::int32_t* row_sum) {
   std::atomic<std::int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t r0, std::int64_t r1) {
@@ -198,7 +197,7 @@ std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::
 }
 
 std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
-                                 std::uint8_t* q, float* scale, std::int32_t* zero_point) {
+                                         std::uint8_t* q, float* scale, std::int32_t* zero_point) {
   std::atomic<std::int64_t> bad_row{-1};
   parallel_for(0, rows, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(cols, 1)),
                [&](std::int64_t r0, std::int64_t r1) {

@@ -23,14 +23,14 @@ void gemm_u8s8s32(std::int64_t m, std::int64_t n, std::int64_t k, const std::uin
 // Returns a row holding inf or NaN (whose q are meaningless), or -1 when every value is finite:
 // the caller raises the error, outside any parallel region.
 std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::int64_t cols,
-                                std::int8_t* q, float* scale, std::int32_t* row_sum);
+                                        std::int8_t* q, float* scale, std::int32_t* row_sum);
 
 // Per-row asymmetric uint8 over [min(0, min x), max(0, max x)] (0 is exactly representable,
 // as in PyTorch's quantize_per_tensor_dynamic): scale[r] = (hi - lo) / 255 (1 when hi == lo),
 // zero_point[r] = round(-lo / scale), q = clamp(round(x * (1 / scale)) + zero_point, 0, 255), so
 // |x - scale * (q - zero_point)| <= scale / 2. Returns a row holding inf or NaN, or -1.
 std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std::int64_t cols,
-                                 std::uint8_t* q, float* scale, std::int32_t* zero_point);
+                                         std::uint8_t* q, float* scale, std::int32_t* zero_point);
 
 // A dynamically quantized Linear's product: gemm_u8s8s32's sums, rescaled to float as they
 // come out of the dot products (no int32 matrix is stored):

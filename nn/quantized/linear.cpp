@@ -30,12 +30,12 @@ std::string layer_text(std::int64_t in, std::int64_t out) {
 DynamicLinear::DynamicLinear(const Linear& linear)
     : Module("DynamicLinear"), in_features(linear.in_features), out_features(linear.out_features) {
   const std::string name = layer_text(in_features, out_features);
-  FRUGAL_CHECK(linear.weight.is_cpu(), name + ": the Linear's weight is on " +
-                                           linear.weight.device().str() +
-                                           "; quantization is CPU only (move the model to the CPU first)");
-  FRUGAL_CHECK(linear.weight.dtype() == kFloat32,
-               name + ": the Linear's weight is " + dtype_name(linear.weight.dtype()) +
-                   "; quantize_dynamic takes a float32 model");
+  FRUGAL_CHECK(linear.weight.is_cpu(),
+               name + ": the Linear's weight is on " + linear.weight.device().str() +
+                   "; quantization is CPU only (move the model to the CPU first)");
+  FRUGAL_CHECK(linear.weight.dtype() == kFloat32, name + ": the Linear's weight is " +
+                                                      dtype_name(linear.weight.dtype()) +
+                                                      "; quantize_dynamic takes a float32 model");
   FRUGAL_CHECK(in_features <= kernels::cpu::kMaxQuantizedGemmK,
                name + ": in_features above " + std::to_string(kernels::cpu::kMaxQuantizedGemmK) +
                    " could overflow the int32 sums");
@@ -68,13 +68,15 @@ Tensor DynamicLinear::forward(const Tensor& input) {
   FRUGAL_CHECK(input.dtype() == kFloat32,
                name + ": expected a float32 input, got " + dtype_name(input.dtype()));
   FRUGAL_CHECK(input.dim() >= 1 && input.size(-1) == in_features,
-               name + ": expected an input whose last dimension is " +
-                   std::to_string(in_features) + ", got shape " + shape_string(input.sizes()));
+               name + ": expected an input whose last dimension is " + std::to_string(in_features) +
+                   ", got shape " + shape_string(input.sizes()));
   FRUGAL_CHECK(!(input.requires_grad() && GradMode::is_enabled()),
-               name + " is inference-only (no gradients flow through it): call it under "
-                      "NoGradGuard or InferenceMode, or with an input that does not require grad");
-  FRUGAL_CHECK(weight_scale.dtype() == kFloat32 && (!bias.defined() || bias.dtype() == kFloat32),
-               name + ": its scales and bias must stay float32 (was the module converted with to()?)");
+               name +
+                   " is inference-only (no gradients flow through it): call it under "
+                   "NoGradGuard or InferenceMode, or with an input that does not require grad");
+  FRUGAL_CHECK(
+      weight_scale.dtype() == kFloat32 && (!bias.defined() || bias.dtype() == kFloat32),
+      name + ": its scales and bias must stay float32 (was the module converted with to()?)");
 
   const NoGradGuard no_grad;
   const Tensor x = input.contiguous();
@@ -123,8 +125,9 @@ Tensor DynamicLinear::forward(const Tensor& input) {
       for (std::int64_t t = t0; t < t1; ++t) run_rows(t, rows * t / tasks, rows * (t + 1) / tasks);
     });
   }
-  FRUGAL_CHECK(bad_row.load() < 0, name + ": input row " + std::to_string(bad_row.load()) +
-                                       " holds a non-finite value (inf or NaN cannot be quantized)");
+  FRUGAL_CHECK(bad_row.load() < 0,
+               name + ": input row " + std::to_string(bad_row.load()) +
+                   " holds a non-finite value (inf or NaN cannot be quantized)");
   return y;
 }
 

@@ -74,11 +74,11 @@ void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::mt19937& rn
   std::int64_t differ = 0;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
-      const double product = double{xs[i]} * ws[j] *
-                             static_cast<double>(std::int64_t{c[i * ldc + j]} -
-                                                 std::int64_t{zp[i]} * wsum[j]);
-      differ += std::fabs(y[i * ldc + j] - (product + bias[j])) >
-                1e-6 * (std::fabs(product) + bias[j]);
+      const double product =
+          double{xs[i]} * ws[j] *
+          static_cast<double>(std::int64_t{c[i * ldc + j]} - std::int64_t{zp[i]} * wsum[j]);
+      differ +=
+          std::fabs(y[i * ldc + j] - (product + bias[j])) > 1e-6 * (std::fabs(product) + bias[j]);
     }
   CHECK(differ == 0);
 }
@@ -141,8 +141,8 @@ TEST_CASE("gemm_u8s8s32 equals a naive integer loop exactly, and the fused resca
   std::vector<std::uint8_t> a(1);
   std::vector<std::int8_t> b(1);
   std::vector<std::int32_t> c(1);
-  CHECK_THROWS_WITH(kernels::cpu::gemm_u8s8s32(1, 1, kernels::cpu::kMaxQuantizedGemmK + 1,
-                                               a.data(), 1, b.data(), 1, c.data(), 1),
+  CHECK_THROWS_WITH(kernels::cpu::gemm_u8s8s32(1, 1, kernels::cpu::kMaxQuantizedGemmK + 1, a.data(),
+                                               1, b.data(), 1, c.data(), 1),
                     Contains("overflow"));
 }
 
@@ -192,7 +192,8 @@ TEST_CASE("DynamicLinear's weight takes a quarter of the float weight's bytes, p
     // int8 weight + float32 scales + int32 row sums + float32 bias, and nothing else left.
     CHECK(held == 784 * 512 + 512 * 4 + 512 * 4 + 512 * 4);
     std::int64_t state_bytes = 0;
-    for (const auto& [name, t] : q.state_dict()) state_bytes += static_cast<std::int64_t>(t.nbytes());
+    for (const auto& [name, t] : q.state_dict())
+      state_bytes += static_cast<std::int64_t>(t.nbytes());
     CHECK(state_bytes == held);
   }
   CHECK(requested_now() == before);
@@ -229,10 +230,8 @@ TEST_CASE("quantize_dynamic on the mlp keeps the argmax of its logits on >= 99% 
     float_logits = model->forward(x);
     int8_logits = q->forward(x);
   }
-  const double agree = eq(argmax(float_logits, 1), argmax(int8_logits, 1))
-                           .to(kFloat64)
-                           .mean()
-                           .item<double>();
+  const double agree =
+      eq(argmax(float_logits, 1), argmax(int8_logits, 1)).to(kFloat64).mean().item<double>();
   INFO("argmax agreement " << agree);
   CHECK(agree >= 0.99);
 
@@ -247,10 +246,10 @@ TEST_CASE("quantize_dynamic on the mlp keeps the argmax of its logits on >= 99% 
   }
 
   // Nested Sequentials are rebuilt too; a Linear in another container is an error.
-  nn::Sequential nested{std::make_shared<nn::Sequential>(
-                            std::initializer_list<std::shared_ptr<nn::Module>>{
-                                std::make_shared<nn::Linear>(4, 4)}),
-                        std::make_shared<nn::ReLU>()};
+  nn::Sequential nested{
+      std::make_shared<nn::Sequential>(
+          std::initializer_list<std::shared_ptr<nn::Module>>{std::make_shared<nn::Linear>(4, 4)}),
+      std::make_shared<nn::ReLU>()};
   auto qn = nn::quantized::quantize_dynamic(nested);
   const auto* inner = dynamic_cast<nn::Sequential*>((*qn)[0].get());
   REQUIRE(inner != nullptr);
