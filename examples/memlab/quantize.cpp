@@ -84,7 +84,9 @@ int quantize_lab(int argc, char** argv) {
   };
   Subject subjects[] = {{"float32", "float32", model.get(), 0, 0, 0, {}},
                         {"dynamic int8", "int8", quantized.get(), 0, 0, 0, {}}};
-  const Tensor x = test_set.images(0, std::min(infer_batch, test_set.size()));
+  // The peak is measured on one batch of the test images (fewer if the test set is smaller).
+  const std::int64_t peak_batch = std::min(infer_batch, test_set.size());
+  const Tensor x = test_set.images(0, peak_batch);
   for (Subject& s : subjects) {
     s.weight_bytes = state_bytes(*s.model);
     inference_peak(*s.model, x);  // a warm-up pass: the caches are carved
@@ -111,7 +113,8 @@ int quantize_lab(int argc, char** argv) {
 
   Report report("quantize", "mlp after " + std::to_string(steps) + " SGD steps at batch " +
                                 std::to_string(batch) + "; inference at batch " +
-                                std::to_string(infer_batch));
+                                std::to_string(infer_batch) + " (peak: one batch of " +
+                                std::to_string(peak_batch) + ")");
   report.columns({"model", "weight bytes", "inference peak", "images/s", "test accuracy"});
   for (const Subject& s : subjects) {
     const double ips = static_cast<double>(test_set.size()) / median(s.seconds);
@@ -132,6 +135,7 @@ int quantize_lab(int argc, char** argv) {
   }
   report.figures().field("prediction_agreement", agreement);
   report.figures().field("test_images", test_set.size());
+  report.figures().field("peak_batch", peak_batch);
   report.note(
       "weight bytes: every tensor of the state_dict (int8: weights, float32 scales, int32 "
       "row sums, float32 biases)");
