@@ -16,6 +16,7 @@
 #include "nn/optim/adamw.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/sgd.h"
+#include "nn/prune.h"
 #include "nn/quantized/linear.h"
 #include "nn/quantized/quantize_dynamic.h"
 #include "nn/sequential.h"
