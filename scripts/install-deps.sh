@@ -6,7 +6,8 @@
 #   make it fastest, see bench/torch/env.sh)
 set -euo pipefail
 
-packages=(cmake ninja-build g++ catch2 libeigen3-dev libstb-dev zlib1g-dev dataset-fashion-mnist)
+packages=(cmake ninja-build g++ catch2 libeigen3-dev libstb-dev zlib1g-dev dataset-fashion-mnist
+          libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--bench" ]; then
   packages+=(python3-torch python3-torchvision python3-pil python3-numpy libjemalloc2 libopenblas0-openmp)
 fi
