@@ -40,6 +40,8 @@ constexpr Subcommand kSubcommands[] = {
      "memory_summary, the device view, the HTML report and TensorBoard files"},
     {"quantize", memlab::quantize_lab,
      "float32 vs dynamic int8 Linear weights: weight bytes, peak, images/s, accuracy"},
+    {"prune", memlab::prune_lab,
+     "unstructured vs structured (shrunk) pruning: zeros, bytes, peak, accuracy"},
 };
 
 void print_help() {

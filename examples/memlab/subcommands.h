@@ -17,5 +17,6 @@ int architectures_lab(int argc, char** argv);
 int checkpoint_lab(int argc, char** argv);
 int monitor_lab(int argc, char** argv);
 int quantize_lab(int argc, char** argv);
+int prune_lab(int argc, char** argv);
 
 }  // namespace frugal::memlab
