@@ -1,5 +1,6 @@
 // DistributedDataParallel: broadcast at construction, then gradient buckets — each a flat
-// buffer the gradients are copied into, all-reduced in one call, and copied back out.
+// buffer the gradients are copied into by hooks during backward, all-reduced in one call as
+// soon as it is full, and copied back out by sync_gradients().
 #include "distributed/data_parallel.h"
 
 #include <string>
@@ -67,6 +68,61 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     if (open_bytes[i] >= cap) close(i);
   }
   while (!open.empty()) close(0);
+
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    bucket.ready.assign(bucket.params.size(), false);
+    bucket.pending = bucket.params.size();
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      const unsigned handle = bucket.params[k].register_hook([this, b, k](const Tensor& grad) {
+        on_gradient(b, k, grad);
+        return Tensor();  // the gradient itself is left as it is
+      });
+      hooks_.emplace_back(bucket.params[k], handle);
+    }
+  }
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (auto& [param, handle] : hooks_) param.remove_hook(handle);
+  // Reductions still in flight are waited for by their Work's destructor.
+}
+
+Tensor DistributedDataParallel::slot(Bucket& bucket, std::size_t k) const {
+  const Tensor& p = bucket.params[k];
+  return bucket.flat.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());
+}
+
+void DistributedDataParallel::on_gradient(std::size_t b, std::size_t k, const Tensor& grad) {
+  if (!sync_enabled_) return;  // no_sync: gradients only accumulate locally
+  Bucket& bucket = buckets_[b];
+  FRUGAL_CHECK(!bucket.work && !bucket.ready[k],
+               "DistributedDataParallel: a second backward ran before sync_gradients() finished "
+               "the reduction of the first; call sync_gradients() after each backward, or run the "
+               "earlier backward passes inside no_sync() to accumulate gradients");
+  NoGradGuard no_grad;
+  const Tensor& p = bucket.params[k];
+  Tensor s = slot(bucket, k);
+  // What .grad will hold once this backward has accumulated into it.
+  s.copy_(grad.to(p.dtype()).reshape(p.sizes()));
+  if (p.grad().defined()) s.add_(p.grad());
+  bucket.ready[k] = true;
+  if (--bucket.pending == 0) launch_ready();
+}
+
+void DistributedDataParallel::launch_ready() {
+  // In bucket order only: MPI matches collectives by the order ranks start them, and a
+  // different gradient order on two ranks must not pair different buckets.
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& bucket = buckets_[next_launch_++];
+    bucket.work = group_->all_reduce_async(bucket.flat, ReduceOp::AVG);
+  }
+}
+
+std::size_t DistributedDataParallel::reductions_in_flight() const {
+  std::size_t n = 0;
+  for (const Bucket& b : buckets_) n += b.work != nullptr;
+  return n;
 }
 
 std::size_t DistributedDataParallel::bucket_bytes() const {
@@ -78,24 +134,34 @@ std::size_t DistributedDataParallel::bucket_bytes() const {
 void DistributedDataParallel::sync_gradients() {
   if (!sync_enabled_) return;
   NoGradGuard no_grad;
-  for (Bucket& b : buckets_) {
-    for (std::size_t k = 0; k < b.params.size(); ++k) {
-      Tensor slot = b.flat.narrow(0, b.offsets[k], b.params[k].numel()).view(b.params[k].sizes());
-      const Tensor& g = b.params[k].grad();
+  // Buckets backward did not fill (parameters without a gradient this time, or gradients
+  // set by hand): every slot from the current .grad, zeros where there is none.
+  for (std::size_t b = next_launch_; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      const Tensor& g = bucket.params[k].grad();
+      Tensor s = slot(bucket, k);
       if (g.defined())
-        slot.copy_(g);
+        s.copy_(g);
       else
-        slot.zero_();
+        s.zero_();
     }
-    group_->all_reduce(b.flat, ReduceOp::AVG);
-    for (std::size_t k = 0; k < b.params.size(); ++k) {
-      Tensor& p = b.params[k];
-      const Tensor slot = b.flat.narrow(0, b.offsets[k], p.numel()).view(p.sizes());
+    bucket.pending = 0;
+  }
+  launch_ready();
+  for (Bucket& bucket : buckets_) {
+    bucket.work->wait();
+    bucket.work.reset();
+    for (std::size_t k = 0; k < bucket.params.size(); ++k) {
+      Tensor& p = bucket.params[k];
       Tensor& g = p.mutable_grad();
       if (!g.defined()) g = empty_like(p);
-      g.copy_(slot);
+      g.copy_(slot(bucket, k));
     }
+    bucket.ready.assign(bucket.params.size(), false);
+    bucket.pending = bucket.params.size();
   }
+  next_launch_ = 0;
 }
 
 }  // namespace frugal::distributed

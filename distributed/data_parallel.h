@@ -1,7 +1,8 @@
 // DistributedDataParallel: the module on every rank starts from rank 0's parameters and
-// buffers, and after each backward sync_gradients() averages the gradients over the ranks
-// in ~25 MiB flat buckets (one all-reduce per bucket), so every rank's optimizer takes the
-// same step: the step of the whole global batch, computed on a share of it per rank.
+// buffers; during backward, a gradient hook copies each parameter's gradient into its ~25 MiB
+// flat bucket and starts the bucket's all-reduce as soon as the bucket is full, while backward
+// goes on; sync_gradients() waits for them and writes the means back into the gradients. So
+// every rank's optimizer takes the step of the whole global batch, computed a share per rank.
 #pragma once
 
 #include <memory>
@@ -28,14 +29,19 @@ class DistributedDataParallel : public nn::Module {
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                    DistributedDataParallelOptions options = {},
                                    ProcessGroup* group = nullptr);
+  ~DistributedDataParallel() override;
 
   Tensor forward(const Tensor& input) override { return module_->forward(input); }
   nn::Module& module() { return *module_; }
 
-  // After backward, before the optimizer step: replaces every parameter's gradient by its
-  // mean over the ranks. A parameter without a gradient counts as zeros (and gets the mean).
-  // Does nothing inside a no_sync() scope.
+  // After backward, before the optimizer step (frugal's autograd has no end-of-backward
+  // callback to do it from): finishes the buckets' all-reduces — starting, in order, any that
+  // backward did not fill — and replaces every parameter's gradient by its mean over the
+  // ranks. A parameter that received no gradient counts as zeros (and gets the mean). Does
+  // nothing inside a no_sync() scope, where backward starts no reduction either.
   void sync_gradients();
+  // Buckets whose all-reduce backward has started and sync_gradients() has not finished.
+  std::size_t reductions_in_flight() const;
 
   // While a NoSync lives, sync_gradients() does nothing, so gradients of several backward
   // passes accumulate locally and are averaged once (PyTorch's `with ddp.no_sync():`).
@@ -65,10 +71,21 @@ class DistributedDataParallel : public nn::Module {
     Tensor flat;                  // 1-D, the dtype of its parameters, from the allocator
     std::vector<Tensor> params;   // in bucket order
     std::vector<std::int64_t> offsets;
+    std::vector<bool> ready;      // this backward's gradient is in the slot
+    std::size_t pending = 0;      // slots not ready yet
+    std::unique_ptr<Work> work;   // the all-reduce in flight
   };
+  Tensor slot(Bucket& bucket, std::size_t k) const;
+  // The hook of parameter k of bucket b: its local gradient (accumulated + this backward's).
+  void on_gradient(std::size_t b, std::size_t k, const Tensor& grad);
+  // Starts, in bucket order, the reductions of the full buckets from next_launch_ on.
+  void launch_ready();
+
   std::shared_ptr<nn::Module> module_;
   ProcessGroup* group_;
   std::vector<Bucket> buckets_;
+  std::size_t next_launch_ = 0;  // every rank starts the buckets' all-reduces in this order
+  std::vector<std::pair<Tensor, unsigned>> hooks_;
   bool sync_enabled_ = true;
 };
 

@@ -12,6 +12,14 @@ namespace frugal::distributed {
 
 enum class ReduceOp { SUM, AVG };
 
+// A collective in flight (torch.distributed's Work): wait() returns when its result is in the
+// tensor it was given, which must stay alive and untouched until then.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -20,6 +28,9 @@ class ProcessGroup {
   virtual std::string backend() const = 0;
   // In place on every rank: the element-wise sum (or mean) of `tensor` over all ranks.
   virtual void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::SUM) = 0;
+  // The same, started now and finished by the returned Work's wait(); every rank must start
+  // its collectives in the same order.
+  virtual std::unique_ptr<Work> all_reduce_async(Tensor& tensor, ReduceOp op = ReduceOp::SUM) = 0;
   // In place: every rank's `tensor` becomes root's.
   virtual void broadcast(Tensor& tensor, int root = 0) = 0;
   // Returns once every rank has called it.
@@ -43,6 +54,8 @@ class ProcessGroupMPI : public ProcessGroup {
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
   void all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::SUM) override;
+  // MPI_Iallreduce; wait() is MPI_Wait (and the division, for AVG).
+  std::unique_ptr<Work> all_reduce_async(Tensor& tensor, ReduceOp op = ReduceOp::SUM) override;
   void broadcast(Tensor& tensor, int root = 0) override;
   void barrier() override;
 

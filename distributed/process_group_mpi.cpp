@@ -78,28 +78,72 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized && comm_->handle != MPI_COMM_NULL) MPI_Comm_free(&comm_->handle);
 }
 
-void ProcessGroupMPI::all_reduce(Tensor& tensor, ReduceOp op) {
+namespace {
+
+// The element count of a tensor all_reduce accepts, and its MPI type.
+int reducible(const Tensor& tensor, const char* call, MPI_Datatype* type) {
   check_tensor(tensor, "all_reduce");
   const ScalarType dtype = tensor.dtype();
   FRUGAL_CHECK(dtype == kFloat32 || dtype == kFloat64,
                std::string("all_reduce: the MPI backend reduces float32 or float64 tensors, got ") +
                    dtype_name(dtype));
-  const int count = checked_count(static_cast<std::size_t>(tensor.numel()), "MPI_Allreduce");
-  const MPI_Datatype type = dtype == kFloat32 ? MPI_FLOAT : MPI_DOUBLE;
+  *type = dtype == kFloat32 ? MPI_FLOAT : MPI_DOUBLE;
+  return checked_count(static_cast<std::size_t>(tensor.numel()), call);
+}
+
+// MPI has no mean; the sum is divided, as PyTorch's Gloo and MPI backends do.
+void divide(Tensor& tensor, int ranks) {
+  const std::int64_t n = tensor.numel();
+  if (tensor.dtype() == kFloat32) {
+    float* p = tensor.data_ptr<float>();
+    for (std::int64_t i = 0; i < n; ++i) p[i] /= static_cast<float>(ranks);
+  } else {
+    double* p = tensor.data_ptr<double>();
+    for (std::int64_t i = 0; i < n; ++i) p[i] /= static_cast<double>(ranks);
+  }
+}
+
+class WorkMPI : public Work {
+ public:
+  WorkMPI(Tensor tensor, ReduceOp op, int ranks, MPI_Request request)
+      : tensor_(std::move(tensor)), op_(op), ranks_(ranks), request_(request) {}
+  ~WorkMPI() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // Never leave a request pending behind the buffer's back (an exception unwound past wait).
+    if (!finalized && request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void wait() override {
+    if (request_ == MPI_REQUEST_NULL) return;
+    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait (all_reduce)");
+    if (op_ == ReduceOp::AVG && ranks_ > 1) divide(tensor_, ranks_);
+  }
+
+ private:
+  Tensor tensor_;
+  ReduceOp op_;
+  int ranks_;
+  MPI_Request request_;
+};
+
+}  // namespace
+
+void ProcessGroupMPI::all_reduce(Tensor& tensor, ReduceOp op) {
+  MPI_Datatype type;
+  const int count = reducible(tensor, "MPI_Allreduce", &type);
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), count, type, MPI_SUM, comm_->handle),
             "MPI_Allreduce");
-  if (op == ReduceOp::AVG && size_ > 1) {
-    // MPI has no mean; divide the sum, as PyTorch's Gloo and MPI backends do.
-    if (dtype == kFloat32) {
-      float* p = tensor.data_ptr<float>();
-      const float n = static_cast<float>(size_);
-      for (int i = 0; i < count; ++i) p[i] /= n;
-    } else {
-      double* p = tensor.data_ptr<double>();
-      const double n = static_cast<double>(size_);
-      for (int i = 0; i < count; ++i) p[i] /= n;
-    }
-  }
+  if (op == ReduceOp::AVG && size_ > 1) divide(tensor, size_);
+}
+
+std::unique_ptr<Work> ProcessGroupMPI::all_reduce_async(Tensor& tensor, ReduceOp op) {
+  MPI_Datatype type;
+  const int count = reducible(tensor, "MPI_Iallreduce", &type);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, tensor.data_ptr(), count, type, MPI_SUM, comm_->handle,
+                           &request),
+            "MPI_Iallreduce");
+  return std::make_unique<WorkMPI>(tensor, op, size_, request);
 }
 
 void ProcessGroupMPI::broadcast(Tensor& tensor, int root) {

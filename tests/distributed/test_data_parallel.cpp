@@ -1,6 +1,7 @@
 // DistributedDataParallel on 2 ranks: each rank's half of a batch, gradients averaged in
-// buckets, gives the parameters one process gets from the whole batch; buffers and weights
-// start from rank 0; no_sync accumulates locally; the buckets' bytes are the allocator's.
+// buckets during backward, gives the parameters one process gets from the whole batch;
+// buffers and weights start from rank 0; no_sync accumulates micro-batches locally; the
+// buckets' bytes are the allocator's; a second backward before sync_gradients is refused.
 #include <catch2/catch.hpp>
 
 #include "distributed/data_parallel.h"
@@ -54,7 +55,10 @@ TEST_CASE("ddp: 2 ranks on half a batch each match 1 process on the whole batch"
     const Tensor x = d.images.narrow(0, rank * share, share);
     const Tensor y = d.labels.narrow(0, rank * share, share);
     cross_entropy(ddp.forward(x), y).backward();
+    // The hooks filled every bucket during backward and started its all-reduce there.
+    CHECK(ddp.reductions_in_flight() == ddp.bucket_count());
     ddp.sync_gradients();
+    CHECK(ddp.reductions_in_flight() == 0);
     opt_ddp.step();
   }
   CHECK(max_abs_diff(ddp.module(), *reference) < 1e-5);
@@ -117,4 +121,45 @@ TEST_CASE("ddp: buckets hold every gradient once, in allocator memory; no_sync s
   if (g.rank() == 0) set_grads(2.0 * g.size());
   ddp.sync_gradients();
   for (const Tensor& p : ddp.parameters()) CHECK(p.grad().max().item<float>() == 2.0f);
+}
+
+TEST_CASE("ddp: micro-batches under no_sync, reduced once, give the whole batch's gradients") {
+  auto& g = test::world();
+  const int rank = g.rank(), n = g.size();
+  distributed::DistributedDataParallel ddp(nn::mlp(), {.bucket_cap_mb = 0.3});
+  auto reference = nn::mlp();
+  reference->load_state_dict(ddp.module().state_dict());
+  const std::int64_t global = 32, share = global / n, micro = share / 2;
+  const Data d = batch(global, 99);
+  cross_entropy(reference->forward(d.images), d.labels).backward();
+
+  for (int k = 0; k < 2; ++k) {
+    const Tensor x = d.images.narrow(0, rank * share + k * micro, micro);
+    const Tensor y = d.labels.narrow(0, rank * share + k * micro, micro);
+    const Tensor loss = mul(cross_entropy(ddp.forward(x), y), 0.5);  // 2 equal micro-batches
+    if (k == 0) {
+      auto local_only = ddp.no_sync();
+      loss.backward();
+      CHECK(ddp.reductions_in_flight() == 0);
+    } else {
+      loss.backward();  // the last micro-batch: its hooks reduce the accumulated gradients
+      CHECK(ddp.reductions_in_flight() == ddp.bucket_count());
+    }
+  }
+  ddp.sync_gradients();
+  const auto mine = ddp.parameters(), ref = reference->parameters();
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    CHECK(sub(mine[i].grad(), ref[i].grad()).abs().max().item<float>() < 1e-6f);
+}
+
+TEST_CASE("ddp: a second backward before sync_gradients is a frugal::Error, and sync still works") {
+  auto& g = test::world();
+  distributed::DistributedDataParallel ddp(nn::mlp());
+  const Data d = batch(8, 5);
+  cross_entropy(ddp.forward(d.images), d.labels).backward();
+  CHECK_THROWS_WITH(cross_entropy(ddp.forward(d.images), d.labels).backward(),
+                    Catch::Contains("sync_gradients") && Catch::Contains("no_sync"));
+  ddp.sync_gradients();
+  CHECK(ddp.reductions_in_flight() == 0);
+  g.barrier();
 }
