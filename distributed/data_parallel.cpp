@@ -15,7 +15,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  ProcessGroup* group)
     : nn::Module("DistributedDataParallel"),
       module_(std::move(module)),
-      group_(group ? group : &default_group()) {
+      group_(group ? group : &default_group()),
+      broadcast_buffers_(options.broadcast_buffers) {
   FRUGAL_CHECK(module_ != nullptr, "DistributedDataParallel: the module is null");
   FRUGAL_CHECK(options.bucket_cap_mb > 0, "DistributedDataParallel: bucket_cap_mb must be > 0, got " +
                                               std::to_string(options.bucket_cap_mb));
@@ -28,9 +29,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       FRUGAL_CHECK(p.is_contiguous(), "DistributedDataParallel: parameters must be contiguous");
       group_->broadcast(p, 0);
     }
-    if (options.broadcast_buffers)
-      for (Tensor& b : module_->buffers()) group_->broadcast(b, 0);
   }
+  if (broadcast_buffers_) broadcast_buffers();
 
   // Buckets in reverse registration order: backward produces the last layers' gradients
   // first, which is the order PyTorch fills buckets in (and would reduce them in, were the
@@ -86,6 +86,18 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 DistributedDataParallel::~DistributedDataParallel() {
   for (auto& [param, handle] : hooks_) param.remove_hook(handle);
   // Reductions still in flight are waited for by their Work's destructor.
+}
+
+void DistributedDataParallel::broadcast_buffers() {
+  NoGradGuard no_grad;
+  for (Tensor& b : module_->buffers()) group_->broadcast(b, 0);
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  // PyTorch syncs buffers when the forward records gradients for a synchronised step.
+  if (broadcast_buffers_ && sync_enabled_ && GradMode::is_enabled() && group_->size() > 1)
+    broadcast_buffers();
+  return module_->forward(input);
 }
 
 Tensor DistributedDataParallel::slot(Bucket& bucket, std::size_t k) const {

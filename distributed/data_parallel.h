@@ -17,7 +17,9 @@ struct DistributedDataParallelOptions {
   // PyTorch's bucket_cap_mb default: big enough that a bucket's all-reduce is bandwidth-bound,
   // small enough to bound the extra memory per bucket.
   double bucket_cap_mb = 25;
-  // Also broadcast buffers (batch-norm running statistics) from rank 0 at construction.
+  // Broadcast buffers (batch-norm running statistics) from rank 0 at construction and before
+  // every forward that records gradients outside no_sync(), as PyTorch's DDP does, so all
+  // ranks hold rank 0's statistics rather than drifting apart on their own batches.
   bool broadcast_buffers = true;
 };
 
@@ -31,7 +33,8 @@ class DistributedDataParallel : public nn::Module {
                                    ProcessGroup* group = nullptr);
   ~DistributedDataParallel() override;
 
-  Tensor forward(const Tensor& input) override { return module_->forward(input); }
+  // The wrapped module's forward, after the buffers' broadcast (see broadcast_buffers).
+  Tensor forward(const Tensor& input) override;
   nn::Module& module() { return *module_; }
 
   // After backward, before the optimizer step (frugal's autograd has no end-of-backward
@@ -81,8 +84,11 @@ class DistributedDataParallel : public nn::Module {
   // Starts, in bucket order, the reductions of the full buckets from next_launch_ on.
   void launch_ready();
 
+  void broadcast_buffers();
+
   std::shared_ptr<nn::Module> module_;
   ProcessGroup* group_;
+  bool broadcast_buffers_;
   std::vector<Bucket> buckets_;
   std::size_t next_launch_ = 0;  // every rank starts the buckets' all-reduces in this order
   std::vector<std::pair<Tensor, unsigned>> hooks_;

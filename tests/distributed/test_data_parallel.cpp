@@ -163,3 +163,39 @@ TEST_CASE("ddp: a second backward before sync_gradients is a frugal::Error, and 
   CHECK(ddp.reductions_in_flight() == 0);
   g.barrier();
 }
+
+TEST_CASE("ddp: buffers are rank 0's again before each forward that records gradients") {
+  auto& g = test::world();
+  auto cnn = nn::cnn();
+  distributed::DistributedDataParallel ddp(cnn);
+  ddp.eval();  // batch norm then reads the running statistics and leaves them alone
+  auto set_buffers = [&](double v) {
+    for (Tensor b : cnn->buffers())
+      if (b.is_floating_point()) b.fill_(v);
+  };
+  auto buffers_are = [&](double v) {
+    for (Tensor b : cnn->buffers())
+      if (b.is_floating_point() &&
+          (b.max().item<double>() != v || b.min().item<double>() != v))
+        return false;
+    return true;
+  };
+  const Data d = batch(4, 3);
+  set_buffers(g.rank() + 1.0);
+  {
+    NoGradGuard no_grad;  // an evaluation forward: each rank keeps its own
+    ddp.forward(d.images);
+    CHECK(buffers_are(g.rank() + 1.0));
+  }
+  {
+    auto local_only = ddp.no_sync();  // accumulation steps do not sync either
+    ddp.forward(d.images);
+    CHECK(buffers_are(g.rank() + 1.0));
+  }
+  Tensor out = ddp.forward(d.images).detach().clone();
+  CHECK(buffers_are(1.0));
+  // Same weights, same buffers, same input: the same output on every rank.
+  Tensor root = out.clone();
+  g.broadcast(root, 0);
+  CHECK(sub(out, root).abs().max().item<float>() == 0.0f);
+}
