@@ -1,6 +1,6 @@
 // nn::utils::prune: magnitude pruning as torch.nn.utils.prune (l1_unstructured, ln_structured,
-// global_unstructured, remove, is_pruned), and shrink_pruned_units, which turns the hidden
-// units that structured pruning zeroed into a physically smaller model.
+// global_unstructured, custom_from_mask, remove, is_pruned), and shrink_pruned_units, which
+// turns the units and channels that structured pruning zeroed into a physically smaller model.
 //
 // How a pruned parameter stays pruned. PyTorch keeps weight_orig and a mask buffer and
 // recomputes weight = weight_orig * mask in a forward pre-hook. frugal's modules have no
@@ -45,6 +45,11 @@ void ln_structured(Module& module, const std::string& name, double amount, doubl
 void global_unstructured(const std::vector<std::pair<Module*, std::string>>& parameters,
                          double amount);
 
+// Prunes `name` where `mask` is 0 (torch's custom_from_mask): the mask must have the
+// parameter's shape; earlier pruning is kept. Used, for one, to prune a BatchNorm2d's weight
+// and bias at the channels ln_structured zeroed in the convolution before it.
+void custom_from_mask(Module& module, const std::string& name, const Tensor& mask);
+
 // Makes the pruning of `name` permanent: the zeros stay in the parameter, the gradient hook
 // and the mask go (its bytes back to the allocator). A frugal::Error if it is not pruned.
 void remove(Module& module, const std::string& name);
@@ -55,14 +60,20 @@ bool is_pruned(const Module& module);
 // The number of entries of the parameter's mask that are pruned (0 if it has none).
 std::int64_t pruned_count(const Module& module, const std::string& name);
 
-// A new Sequential in which every Linear whose output unit j has an all-zero weight row, and
-// that feeds (directly or through a ReLU) another Linear, has lost that unit: row j of its
-// weight and bias and column j of the next Linear's weight. The unit's output was the
-// constant relu(bias[j]) (or bias[j] without the ReLU); its contribution is folded into the
-// next Linear's bias, so the outputs are the same up to float rounding. Changed Linears are
-// new modules (plain parameters, no masks); every other child is shared, not copied. Only
-// Linear chains are shrunk (the mlp); a zeroed output channel of a Conv2d is left in place,
-// since with padding its constant is not the same at every position of the next layer.
+// A new Sequential without the units and channels that pruning zeroed, computing the same
+// outputs up to float rounding:
+// - Linear -> (ReLU) -> Linear: an output unit whose weight row is all zero goes (its weight
+//   row and bias entry, and the next Linear's column). Its output was the constant
+//   relu(bias) (bias without the ReLU), folded into the next Linear's bias.
+// - Conv2d -> BatchNorm2d -> (ReLU | MaxPool2d)* -> Conv2d, or -> Flatten -> Linear: an
+//   output channel goes (its filters, its batch-norm entries and running statistics, and the
+//   next layer's input channel or the Linear's columns for it) when its filters are zero AND
+//   its BatchNorm2d weight and bias are zero: the channel is then exactly 0 in training and
+//   in eval mode. Prune all three with the same channels (ln_structured on the Conv2d, then
+//   custom_from_mask on the BatchNorm2d). A zeroed channel with a nonzero shift is kept: its
+//   constant cannot be folded into a convolution with zero padding.
+// Groups other than 1 and other layouts are left as they are. Rebuilt layers are new modules
+// (plain parameters, no masks); every other child is shared, not copied.
 std::shared_ptr<Sequential> shrink_pruned_units(const Sequential& model);
 
 }  // namespace frugal::nn::utils::prune

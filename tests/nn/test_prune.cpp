@@ -258,6 +258,108 @@ TEST_CASE("shrink_pruned_units removes zeroed hidden units: same logits, fewer b
   CHECK(held - requested_now() == dense_bytes - shrunk_bytes);
 }
 
+namespace {
+
+// 1 for each output channel of `conv` with a nonzero filter, 0 for the zeroed ones.
+Tensor live_channels(const nn::Conv2d& conv) {
+  const std::vector<float> w = values_of(conv.weight);
+  const std::int64_t channels = conv.options.out_channels_;
+  const auto slice = static_cast<std::size_t>(conv.weight.numel() / channels);
+  std::vector<float> live;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(channels); ++c)
+    live.push_back(std::all_of(w.begin() + c * slice, w.begin() + (c + 1) * slice,
+                               [](float v) { return v == 0.0f; })
+                       ? 0.0f
+                       : 1.0f);
+  return tensor(live);
+}
+
+std::int64_t state_bytes(const nn::Module& m) {
+  std::int64_t n = 0;
+  for (const auto& [name, t] : m.state_dict()) n += static_cast<std::int64_t>(t.nbytes());
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("shrink_pruned_units removes the cnn's zeroed channels with their batch norm entries") {
+  manual_seed(6);
+  const Tensor x = randn({4, 1, 28, 28});
+  auto model = nn::cnn();  // conv, bn, conv, bn, pool, conv, bn, conv, bn, pool, flatten, ...
+  for (std::size_t c : {0, 2, 5, 7}) {
+    auto& conv = static_cast<nn::Conv2d&>(*(*model)[c]);
+    auto& bn = static_cast<nn::BatchNorm2d&>(*(*model)[c + 1]);
+    {
+      NoGradGuard no_grad;  // statistics and shifts that make every channel's output differ
+      bn.running_mean.copy_(randn({bn.options.num_features_}));
+      bn.running_var.copy_(rand({bn.options.num_features_}).add_(0.5));
+      bn.bias.copy_(randn({bn.options.num_features_}).mul_(0.1));
+    }
+    prune::ln_structured(conv, "weight", 0.5, 1, 0);
+    const Tensor live = live_channels(conv);
+    prune::custom_from_mask(bn, "weight", live);
+    prune::custom_from_mask(bn, "bias", live);
+    for (auto [m, name] :
+         {std::pair<nn::Module*, const char*>{&conv, "weight"}, {&bn, "weight"}, {&bn, "bias"}})
+      prune::remove(*m, name);
+  }
+  model->eval();
+  Tensor reference_eval;
+  {
+    NoGradGuard no_grad;
+    reference_eval = model->forward(x);
+  }
+  const std::int64_t dense_bytes = state_bytes(*model);
+  const std::int64_t held = requested_now();
+  auto shrunk = prune::shrink_pruned_units(*model);
+  CHECK(static_cast<nn::Conv2d&>(*(*shrunk)[0]).options.out_channels_ == 16);
+  CHECK(static_cast<nn::BatchNorm2d&>(*(*shrunk)[1]).options.num_features_ == 16);
+  CHECK(static_cast<nn::Conv2d&>(*(*shrunk)[2]).options.in_channels_ == 16);
+  CHECK(static_cast<nn::Conv2d&>(*(*shrunk)[7]).options.out_channels_ == 32);
+  CHECK(static_cast<nn::Linear&>(*(*shrunk)[11]).in_features == 32 * 7 * 7);
+  CHECK((*shrunk)[4] == (*model)[4]);  // the pooling layers are shared
+  CHECK_FALSE(shrunk->is_training());
+  auto close = [](const Tensor& a, const Tensor& b) {
+    const std::vector<float> va = values_of(a), vb = values_of(b);
+    REQUIRE(va.size() == vb.size());
+    float worst = 0;
+    for (std::size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - vb[i]));
+    return worst;
+  };
+  {
+    NoGradGuard no_grad;
+    CHECK(close(reference_eval, shrunk->forward(x)) <= 1e-5f);
+    // Training mode (batch statistics): the removed channels were exactly 0 there too.
+    model->train();
+    shrunk->train();
+    const Tensor reference_train = model->forward(x);
+    CHECK(close(reference_train, shrunk->forward(x)) <= 1e-5f);
+  }
+  const std::int64_t shrunk_bytes = state_bytes(*shrunk);
+  // Filters, 4 batch-norm vectors (+ the int64 counter), the Linear's columns of removed channels.
+  const std::int64_t expected = 4 * (16 * 1 * 9 + 16 * 16 * 9 + 32 * 16 * 9 + 32 * 32 * 9) +
+                                4 * 4 * (16 + 16 + 32 + 32) + 4 * 8 +
+                                4 * (32 * 49 * 128 + 128 + 128 * 10 + 10);
+  CHECK(shrunk_bytes == expected);
+  model.reset();
+  CHECK(held - requested_now() == dense_bytes - shrunk_bytes);
+}
+
+TEST_CASE("shrink_pruned_units keeps a zeroed channel whose batch norm still shifts it") {
+  manual_seed(7);
+  auto model = nn::cnn();
+  auto& conv = static_cast<nn::Conv2d&>(*(*model)[0]);
+  {
+    NoGradGuard no_grad;
+    static_cast<nn::BatchNorm2d&>(*(*model)[1]).bias.fill_(0.5);  // relu(0.5) != 0
+  }
+  prune::ln_structured(conv, "weight", 0.5, 2, 0);
+  prune::remove(conv, "weight");
+  auto shrunk = prune::shrink_pruned_units(*model);
+  CHECK(static_cast<nn::Conv2d&>(*(*shrunk)[0]).options.out_channels_ == 32);
+  for (std::size_t i = 0; i < model->size(); ++i) CHECK((*shrunk)[i] == (*model)[i]);
+}
+
 TEST_CASE("prune functions refuse bad inputs with an error naming what was wrong") {
   nn::Linear layer(4, 3);
   CHECK_THROWS_WITH(prune::l1_unstructured(layer, "weight", -0.1),
@@ -280,5 +382,7 @@ TEST_CASE("prune functions refuse bad inputs with an error naming what was wrong
   auto model = nn::mlp();
   CHECK_THROWS_WITH(prune::l1_unstructured(*model, "1.weight", 0.5),
                     Contains("Sequential has no parameter '1.weight' (its own parameters: none)"));
+  CHECK_THROWS_WITH(prune::custom_from_mask(layer, "weight", ones({4, 3})),
+                    Contains("must have its shape [3, 4], got [4, 3]"));
   CHECK_FALSE(prune::is_pruned(layer));  // nothing was pruned by the failed calls
 }
