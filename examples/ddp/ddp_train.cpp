@@ -1,7 +1,8 @@
 // frugal-ddp-train: data-parallel training of a model on Fashion-MNIST over MPI, run as
 // `mpirun -np 2 frugal-ddp-train`: each rank trains on global batch / world size images of a
 // DistributedSampler's share, DistributedDataParallel averages the gradients, and every rank
-// reports its own peak allocated memory (what data parallelism divides) and the loss.
+// reports its own peak allocated memory (what data parallelism divides), the loss, and the
+// test accuracy evaluated a slice per rank.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +34,26 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* indices, std::int64_t 
   for (std::int64_t i = 0; i < count; ++i)
     std::memcpy(dst + i * row, from + static_cast<std::size_t>(indices[i]) * row, row);
   return out;
+}
+
+// Test-set accuracy, each rank on its contiguous slice of the test set (no padding, so no
+// image counts twice), the correct counts summed over the ranks.
+double evaluate(nn::Module& model, const data::MnistDataset& test, distributed::ProcessGroup& group) {
+  model.eval();
+  InferenceMode no_graph;
+  const std::int64_t n = test.size(), begin = n * group.rank() / group.size(),
+                     end = n * (group.rank() + 1) / group.size();
+  double correct = 0;
+  for (std::int64_t start = begin; start < end; start += 500) {
+    const std::int64_t count = std::min<std::int64_t>(500, end - start);
+    const Tensor logits = model.forward(test.images(start, count));
+    correct += static_cast<double>(
+        eq(argmax(logits, 1), test.labels.narrow(0, start, count)).sum().item<std::int64_t>());
+  }
+  model.train();
+  Tensor total = full({1}, correct, kFloat64);
+  group.all_reduce(total, distributed::ReduceOp::SUM);
+  return n ? total.item<double>() / static_cast<double>(n) : 0.0;
 }
 
 std::int64_t peak_allocated() {
@@ -69,6 +90,7 @@ int run(int argc, char** argv) {
   const auto seed = static_cast<std::uint64_t>(cli.get_int("seed"));
 
   const data::MnistDataset train = data::load_mnist(cli.get("data"), data::Split::Train);
+  const data::MnistDataset test = data::load_mnist(cli.get("data"), data::Split::Test);
   manual_seed(seed + static_cast<std::uint64_t>(rank));  // DDP's broadcast makes them equal
   distributed::DistributedDataParallel model(nn::make_model(cli.get("model")),
                                              {.bucket_cap_mb = cli.get_double("bucket-cap-mb")});
@@ -108,21 +130,24 @@ int run(int argc, char** argv) {
   }
   if (rank == 0) bar.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Training's peak, before evaluation's larger batches could raise it.
+  const std::int64_t train_peak = peak_allocated();
+  const double accuracy = evaluate(model, test, group);
 
   // Every rank's peak, gathered by a sum of one-hot vectors.
   Tensor peaks = zeros({world}, kFloat64), step_peaks = zeros({world}, kFloat64);
-  peaks.data_ptr<double>()[rank] = static_cast<double>(peak_allocated());
-  step_peaks.data_ptr<double>()[rank] = static_cast<double>(peak_allocated() - before_training);
+  peaks.data_ptr<double>()[rank] = static_cast<double>(train_peak);
+  step_peaks.data_ptr<double>()[rank] = static_cast<double>(train_peak - before_training);
   group.all_reduce(peaks, distributed::ReduceOp::SUM);
   group.all_reduce(step_peaks, distributed::ReduceOp::SUM);
   for (int r = 0; r < world; ++r) {
     group.barrier();  // ranks print in order
     if (r == rank)
       std::printf("rank %d/%d: batch %lld, peak allocated %s (%s above the %s held before the "
-                  "first step: data set, model, optimizer, buckets %s in %zu), last loss %.4f\n",
+                  "first step: data sets, model, buckets %s in %zu), last loss %.4f\n",
                   rank, world, static_cast<long long>(local_batch),
-                  format_bytes(peak_allocated()).c_str(),
-                  format_bytes(peak_allocated() - before_training).c_str(),
+                  format_bytes(train_peak).c_str(),
+                  format_bytes(train_peak - before_training).c_str(),
                   format_bytes(before_training).c_str(),
                   format_bytes(static_cast<std::int64_t>(model.bucket_bytes())).c_str(),
                   model.bucket_count(), last_loss);
@@ -131,9 +156,10 @@ int run(int argc, char** argv) {
   group.barrier();
   if (rank == 0) {
     const double images_per_s = static_cast<double>(step * global_batch) / seconds;
-    std::printf("%lld steps of global batch %lld on %d ranks: mean loss %.4f, %.0f images/s\n",
+    std::printf("%lld steps of global batch %lld on %d ranks: mean loss %.4f, %.0f images/s, "
+                "test accuracy %.4f\n",
                 static_cast<long long>(step), static_cast<long long>(global_batch), world,
-                step ? loss_sum / static_cast<double>(step) : 0.0, images_per_s);
+                step ? loss_sum / static_cast<double>(step) : 0.0, images_per_s, accuracy);
     if (cli.has("metrics-json")) {
       JsonWriter json;
       json.field("model", cli.get("model"));
@@ -144,6 +170,7 @@ int run(int argc, char** argv) {
       json.field("last_loss", last_loss);
       json.field("mean_loss", step ? loss_sum / static_cast<double>(step) : 0.0);
       json.field("images_per_s", images_per_s);
+      json.field("test_accuracy", accuracy);
       json.field("bucket_count", static_cast<std::int64_t>(model.bucket_count()));
       json.field("bucket_bytes", static_cast<std::int64_t>(model.bucket_bytes()));
       auto per_rank = [&](const Tensor& values) {
