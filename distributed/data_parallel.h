@@ -27,7 +27,8 @@ class DistributedDataParallel : public nn::Module {
  public:
   // Registers `module` as the child "module" (so state_dict names are PyTorch DDP's
   // "module.0.weight"), broadcasts its parameters and buffers from rank 0, and lays out the
-  // gradient buckets. Uses the default group when `group` is null.
+  // gradient buckets. Uses the default group when `group` is null. Convert the module
+  // (to(dtype)) before wrapping it: the buckets and hooks hold the parameters of this moment.
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                    DistributedDataParallelOptions options = {},
                                    ProcessGroup* group = nullptr);
