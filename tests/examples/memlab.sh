@@ -58,6 +58,8 @@ run quantize --steps 100 --test 1000 --repeats 1
 expect quantize 'f["int8_weight_bytes"] < 0.27 * f["float32_weight_bytes"] and abs(f["int8_test_accuracy"] - f["float32_test_accuracy"]) <= 0.02 and f["prediction_agreement"] >= 0.97 and f["int8_images_per_sec"] > 0'
 run prune --steps 100 --finetune-steps 20 --test 1000
 expect prune 'all(f["unstructured_%d_parameter_bytes" % p] == f["dense_parameter_bytes"] and abs(f["unstructured_%d_zero_weight_fraction" % p] - p / 100) < 1e-3 and f["unstructured_%d_mask_bytes" % p] == 4 * (784 * 512 + 512 * 512 + 512 * 10) for p in (50, 80, 90)) and f["zeros_kept_through_finetune"] and f["structured_50_parameter_bytes"] == 4 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10) and 2 * f["structured_50_inference_peak_bytes"] == f["dense_inference_peak_bytes"] and abs(f["structured_25_test_accuracy"] - f["dense_test_accuracy"]) <= 0.03'
+"$memlab" prune --json --model cnn --steps 5 --finetune-steps 2 --test 200 > "$tmp/prune-cnn.json"
+expect prune-cnn 'f["structured_50_parameter_bytes"] == 4 * (16 * 9 + 16 * 16 * 9 + 32 * 16 * 9 + 32 * 32 * 9 + 2 * (16 + 16 + 32 + 32) + 32 * 49 * 64 + 64 + 64 * 10 + 10) and f["structured_50_hidden_units"] == 160 and f["structured_50_inference_peak_bytes"] < 0.6 * f["dense_inference_peak_bytes"] and f["unstructured_90_parameter_bytes"] == f["dense_parameter_bytes"] and f["zeros_kept_through_finetune"]'
 
 for s in batch-size accumulate empty-cache amp loader leak no-grad architectures checkpoint monitor quantize prune; do
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("%-14s %5.1f s" % (j["subcommand"], j["seconds"]))' "$tmp/$s.json"
