@@ -423,13 +423,12 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset,
   FRUGAL_CHECK(!options_.transform,
                "DataLoader: options.transform is InMemoryLoader's batch transform; give a "
                "DataLoader's dataset its transforms instead");
-  FRUGAL_CHECK(sampler_->size() == dataset_->size(),
-               "DataLoader: the sampler covers " + std::to_string(sampler_->size()) +
-                   " samples but the dataset has " + std::to_string(dataset_->size()));
+  FRUGAL_CHECK(sampler_->size() >= 0,
+               "DataLoader: the sampler's size is negative: " + std::to_string(sampler_->size()));
 }
 
 std::int64_t DataLoader::num_batches() const {
-  const std::int64_t n = dataset_->size(), b = options_.batch_size;
+  const std::int64_t n = sampler_->size(), b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
@@ -443,9 +442,9 @@ std::unique_ptr<LoaderEpoch> DataLoader::start(std::int64_t first_batch) const {
   state->options = options_;
   state->epoch = epoch_;
   state->order = sampler_->order(epoch_);
-  FRUGAL_CHECK(static_cast<std::int64_t>(state->order.size()) == dataset_->size(),
+  FRUGAL_CHECK(static_cast<std::int64_t>(state->order.size()) == sampler_->size(),
                "DataLoader: the sampler gave " + std::to_string(state->order.size()) +
-                   " indices for " + std::to_string(dataset_->size()) + " samples");
+                   " indices but says its size is " + std::to_string(sampler_->size()));
   for (std::int64_t i : state->order)
     FRUGAL_CHECK(i >= 0 && i < dataset_->size(), "DataLoader: the sampler gave index " +
                                                      std::to_string(i) + ", out of range for " +

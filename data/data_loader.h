@@ -66,7 +66,9 @@ class DataLoader {
   // Uses options.shuffle to pick a RandomSampler(size, seed) or a SequentialSampler.
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
   // Visits the samples in `sampler`'s order (e.g. ShardShuffleSampler); options.shuffle is
-  // then ignored.
+  // then ignored. The sampler may visit a part of the dataset (a DistributedSampler gives each
+  // rank its share): an epoch is sampler->size() samples, each index checked against the
+  // dataset.
   DataLoader(std::shared_ptr<const Dataset> dataset, std::shared_ptr<const Sampler> sampler,
              DataLoaderOptions options = {});
 

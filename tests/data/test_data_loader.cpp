@@ -4,6 +4,7 @@
 // leaving no thread and no allocator block behind; memory flat over epochs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "allocator/default_allocators.h"
 #include "data/data_loader.h"
+#include "data/distributed_sampler.h"
 #include "data/sample_random.h"
 #include "data/tensor_image_dataset.h"
 #include "engine/frugal.h"
@@ -118,6 +120,34 @@ TEST_CASE("data loader: every sample once per epoch, batch sizes and drop_last")
   CHECK_THROWS_WITH(DataLoader(set, {.batch_size = 0}), Contains("batch_size"));
   CHECK_THROWS_WITH(DataLoader(set, {.num_workers = -1}), Contains("num_workers"));
   CHECK_THROWS_WITH(DataLoader(set, {.prefetch = 0}), Contains("prefetch"));
+}
+
+TEST_CASE("data loader: a DistributedSampler's share of the dataset per rank") {
+  // 10 samples over 3 ranks: 4 each, the epoch padded with the first samples as PyTorch does.
+  auto set = std::make_shared<CountingDataset>(10);
+  std::vector<float> all;
+  for (std::int64_t rank = 0; rank < 3; ++rank) {
+    auto sampler = std::make_shared<DistributedSampler>(10, 3, rank,
+                                                        DistributedSamplerOptions{.shuffle = false});
+    DataLoader loader(set, sampler, {.batch_size = 3, .num_workers = 2});
+    CHECK(loader.num_batches() == 2);
+    std::vector<std::int64_t> sizes;
+    const auto seen = run_epoch(loader, &sizes);
+    CHECK(sizes == std::vector<std::int64_t>{3, 1});
+    const auto expected = sampler->order(0);
+    REQUIRE(seen.size() == expected.size());
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      CHECK(seen[i].first == static_cast<float>(expected[i]));
+      all.push_back(seen[i].first);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  CHECK(all.size() == 10);  // together the ranks visit every sample
+  // A sampler that indexes past the dataset is refused when the epoch starts.
+  auto too_big = std::make_shared<SequentialSampler>(11);
+  DataLoader bad(set, too_big, {.batch_size = 4});
+  CHECK_THROWS_WITH(bad.start(), Contains("index 10"));
 }
 
 TEST_CASE("data loader: order and augmentation depend on (seed, epoch), not on the worker count") {
