@@ -8,11 +8,14 @@ set(frugal_installed_targets frugal frugal_options frugal_common frugal_allocato
 if(FRUGAL_WITH_CUDA)
   list(APPEND frugal_installed_targets frugal_kernels_cuda)
 endif()
+if(TARGET frugal_distributed)
+  list(APPEND frugal_installed_targets frugal_distributed)
+endif()
 install(TARGETS ${frugal_installed_targets}
         EXPORT frugalTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(dir common allocator kernels engine nn data monitor)
+foreach(dir common allocator kernels engine nn data monitor distributed)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/frugal/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()
