@@ -21,20 +21,6 @@ using namespace frugal;
 
 namespace {
 
-std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) {
-  auto s = std::make_shared<nn::Sequential>();
-  for (int i = 0; i < blocks; ++i) {
-    s->push_back(std::make_shared<nn::Conv2d>(
-        nn::Conv2dOptions(i == 0 ? 3 : channels, channels, 3).padding(1).bias(false)));
-    s->push_back(
-        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
-  }
-  s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
-  s->push_back(std::make_shared<nn::Flatten>());
-  s->push_back(std::make_shared<nn::Linear>(channels, 10));
-  return s;
-}
-
 double process_cpu_ns() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -97,7 +83,7 @@ int run(int argc, char** argv) {
   manual_seed(0);
   const std::string model_name = cli.get("model");
   const bool deep = model_name == "deep";
-  auto model = deep ? deep_convnet(blocks, channels) : nn::make_model(model_name);
+  auto model = deep ? nn::deep_convnet(blocks, channels) : nn::make_model(model_name);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
   const Tensor x = deep ? randn({batch, 3, size, size}) : randn({batch, 1, 28, 28});
   const Tensor y = randint(0, 10, {batch});

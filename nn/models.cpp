@@ -68,6 +68,15 @@ std::shared_ptr<Sequential> mlp() {
 
 std::vector<std::string> model_names() { return {"cnn", "mobilenet", "mlp"}; }
 
+std::shared_ptr<Sequential> deep_convnet(int blocks, std::int64_t channels) {
+  auto s = std::make_shared<Sequential>();
+  for (int i = 0; i < blocks; ++i) conv_bn_relu(*s, i == 0 ? 3 : channels, channels, 3, 1, 1, 1);
+  s->push_back(std::make_shared<AdaptiveAvgPool2d>(1));
+  s->push_back(std::make_shared<Flatten>());
+  s->push_back(std::make_shared<Linear>(channels, 10));
+  return s;
+}
+
 std::shared_ptr<Sequential> make_model(const std::string& name) {
   if (name == "cnn") return cnn();
   if (name == "mobilenet") return mobilenet();

@@ -13,22 +13,6 @@
 namespace frugal::memlab {
 namespace {
 
-// `blocks` conv 3x3 + batch norm (fused ReLU) blocks, pooled, then a linear classifier: the
-// deep network of bench/checkpoint.cpp.
-std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) {
-  auto s = std::make_shared<nn::Sequential>();
-  for (int i = 0; i < blocks; ++i) {
-    s->push_back(std::make_shared<nn::Conv2d>(
-        nn::Conv2dOptions(i == 0 ? 3 : channels, channels, 3).padding(1).bias(false)));
-    s->push_back(
-        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
-  }
-  s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
-  s->push_back(std::make_shared<nn::Flatten>());
-  s->push_back(std::make_shared<nn::Linear>(channels, 10));
-  return s;
-}
-
 double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -75,7 +59,7 @@ int checkpoint_lab(int argc, char** argv) {
       "--blocks, --channels, --size, --batch-size, --segments and --repeats must be >= 1");
 
   manual_seed(0);
-  auto model = deep_convnet(blocks, channels);
+  auto model = nn::deep_convnet(blocks, channels);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
   const Tensor x = randn({batch, 3, size, size});
   const Tensor y = randint(0, 10, {batch});

@@ -166,24 +166,6 @@ TEST_CASE(
 
 namespace {
 
-// 20 blocks of conv 3x3 + BN-ReLU: the deep network of the issue, at a size a test can afford.
-std::shared_ptr<nn::Sequential> deep_convnet(int blocks, std::int64_t channels) {
-  auto s = std::make_shared<nn::Sequential>();
-  s->push_back(
-      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, channels, 3).padding(1).bias(false)));
-  s->push_back(std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
-  for (int i = 1; i < blocks; ++i) {
-    s->push_back(std::make_shared<nn::Conv2d>(
-        nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)));
-    s->push_back(
-        std::make_shared<nn::BatchNorm2d>(nn::BatchNormOptions(channels).fused_relu(true)));
-  }
-  s->push_back(std::make_shared<nn::AdaptiveAvgPool2d>(1));
-  s->push_back(std::make_shared<nn::Flatten>());
-  s->push_back(std::make_shared<nn::Linear>(channels, 10));
-  return s;
-}
-
 // The peak allocated bytes of one forward and backward (everything live counted: parameters,
 // input, gradients), and the parameters' gradients.
 std::int64_t peak_of_step(nn::Sequential& model, const Tensor& x, const Tensor& target,
@@ -202,7 +184,7 @@ std::int64_t peak_of_step(nn::Sequential& model, const Tensor& x, const Tensor& 
 
 TEST_CASE("checkpoint_sequential: a 20-block conv net's peak allocated bytes fall by over 40%") {
   manual_seed(4);
-  auto model = deep_convnet(20, 16);
+  auto model = nn::deep_convnet(20, 16);
   Generator gen(5);
   const Tensor x = randn({4, 3, 32, 32}, {}, &gen);
   const Tensor target = randint(0, 10, {4}, kInt64, &gen);
