@@ -17,49 +17,11 @@ using namespace frugal;
 
 namespace {
 
-std::int64_t allocated_now() {
-  return alloc::cpu_allocator().stats().allocated_bytes.all().current;
-}
-std::int64_t allocated_peak() { return alloc::cpu_allocator().stats().allocated_bytes.all().peak; }
-
-struct StepMemory {
+// A table row: the --amp mode and what its step holds.
+struct Row {
   std::string amp;
-  std::int64_t before = 0;       // parameters, optimizer state, the batch
-  std::int64_t activations = 0;  // held by the graph after forward and loss (casts included)
-  std::int64_t peak = 0;         // the step's peak allocated, all included
+  train::StepMemory memory;
 };
-
-// One SGD step of `model_name` at `batch` under --amp `amp`, after a warm-up step (so the
-// momentum buffers exist, as in every step but the first).
-StepMemory measure(const std::string& model_name, std::int64_t batch, const train::AmpMode& amp) {
-  manual_seed(0);
-  auto model = nn::make_model(model_name);
-  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
-  const Tensor x = randn({batch, 1, 28, 28});
-  const Tensor y = randint(0, 10, {batch});
-  StepMemory m;
-  m.amp = amp.name;
-  for (int step = 0; step < 2; ++step) {
-    sgd.zero_grad();
-    const bool timed = step == 1;
-    if (timed) {
-      m.before = allocated_now();
-      alloc::cpu_allocator().reset_peak_memory_stats();
-    }
-    Tensor loss;
-    {
-      AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
-      loss = cross_entropy(model->forward(x), y);
-    }
-    if (timed) m.activations = allocated_now() - m.before;
-    scaler.scale(loss).backward();
-    scaler.step(sgd);
-    scaler.update();
-    if (timed) m.peak = allocated_peak();
-  }
-  return m;
-}
 
 int run(int argc, char** argv) {
   CommandLine cli("frugal-bench-amp-memory",
@@ -71,10 +33,10 @@ int run(int argc, char** argv) {
   if (!cli.parse(argc, argv)) return 0;
   const std::string model = cli.get("model");
   const std::int64_t batch = cli.get_int("batch-size");
-  std::vector<StepMemory> rows;
+  std::vector<Row> rows;
   for (const char* amp : {"off", "bf16", "fp16"})
-    rows.push_back(measure(model, batch, train::parse_amp(amp)));
-  const StepMemory& base = rows.front();
+    rows.push_back({amp, train::measure_step_memory(model, batch, train::parse_amp(amp))});
+  const train::StepMemory& base = rows.front().memory;
   auto frac = [](std::int64_t a, std::int64_t b) {
     return static_cast<double>(a) / static_cast<double>(b);
   };
@@ -83,12 +45,12 @@ int run(int argc, char** argv) {
     for (const auto& r : rows) {
       JsonWriter j;
       j.field("amp", r.amp);
-      j.field("before_step_bytes", r.before);
-      j.field("activation_bytes", r.activations);
-      j.field("peak_allocated_bytes", r.peak);
-      j.field("activation_fraction", frac(r.activations, base.activations));
-      j.field("peak_fraction", frac(r.peak, base.peak));
-      j.field("step_fraction", frac(r.peak - r.before, base.peak - base.before));
+      j.field("before_step_bytes", r.memory.before);
+      j.field("activation_bytes", r.memory.activations);
+      j.field("peak_allocated_bytes", r.memory.peak);
+      j.field("activation_fraction", frac(r.memory.activations, base.activations));
+      j.field("peak_fraction", frac(r.memory.peak, base.peak));
+      j.field("step_fraction", frac(r.memory.peak - r.memory.before, base.peak - base.before));
       if (!items.empty()) items += ',';
       items += j.str();
     }
@@ -105,10 +67,10 @@ int run(int argc, char** argv) {
               "step peak - before", "peak allocated");
   for (const auto& r : rows)
     std::printf("%-5s | %14s | %12s (%5.3fx) | %12s (%5.3fx) | %12s (%5.3fx)\n", r.amp.c_str(),
-                format_bytes(r.before).c_str(), format_bytes(r.activations).c_str(),
-                frac(r.activations, base.activations), format_bytes(r.peak - r.before).c_str(),
-                frac(r.peak - r.before, base.peak - base.before), format_bytes(r.peak).c_str(),
-                frac(r.peak, base.peak));
+                format_bytes(r.memory.before).c_str(), format_bytes(r.memory.activations).c_str(),
+                frac(r.memory.activations, base.activations), format_bytes(r.memory.peak - r.memory.before).c_str(),
+                frac(r.memory.peak - r.memory.before, base.peak - base.before), format_bytes(r.memory.peak).c_str(),
+                frac(r.memory.peak, base.peak));
   return 0;
 }
 

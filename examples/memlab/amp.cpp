@@ -10,46 +10,6 @@
 #include "examples/memlab/subcommands.h"
 
 namespace frugal::memlab {
-namespace {
-
-struct StepMemory {
-  std::int64_t before = 0, activations = 0, peak = 0;
-};
-
-// One step (SGD with momentum, through the GradScaler) after a warm-up step, as
-// bench/amp_memory.cpp measures it: bytes before, held by the graph after forward, and peak.
-StepMemory step_memory(const std::string& model_name, std::int64_t batch,
-                       const train::AmpMode& amp) {
-  const std::int64_t base = allocated_now();  // the data sets are not counted
-  manual_seed(0);
-  auto model = nn::make_model(model_name);
-  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
-  const Tensor x = randn({batch, 1, 28, 28});
-  const Tensor y = randint(0, 10, {batch});
-  StepMemory m;
-  for (int step = 0; step < 2; ++step) {
-    sgd.zero_grad();
-    const bool measured = step == 1;
-    if (measured) {
-      m.before = allocated_now();
-      reset_peak();
-    }
-    Tensor loss;
-    {
-      AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
-      loss = cross_entropy(model->forward(x), y);
-    }
-    if (measured) m.activations = allocated_now() - m.before;
-    scaler.scale(loss).backward();
-    scaler.step(sgd);
-    scaler.update();
-    if (measured) m.peak = allocated_peak() - base;
-  }
-  return m;
-}
-
-}  // namespace
 
 int amp_lab(int argc, char** argv) {
   CommandLine cli(
@@ -117,11 +77,11 @@ int amp_lab(int argc, char** argv) {
   }
   bar.finish();
 
-  StepMemory base;
+  train::StepMemory base;
   double base_ms = 0;
   for (std::size_t m = 0; m < modes.size(); ++m) {
     const train::AmpMode& amp = modes[m];
-    const StepMemory mem = step_memory(model_name, batch, amp);
+    const train::StepMemory mem = train::measure_step_memory(model_name, batch, amp);
     const double accuracy = evaluate(*trainees[m].model, test_set, amp);
     const double ms = 1e3 * trainees[m].seconds / static_cast<double>(steps - 1);
     if (m == 0) {

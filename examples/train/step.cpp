@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "allocator/default_allocators.h"
 #include "common/error.h"
 
 namespace frugal::train {
@@ -63,6 +64,39 @@ StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradS
     r.loss_sum = loss_sum.item<double>();
   }
   return r;
+}
+
+StepMemory measure_step_memory(const std::string& model_name, std::int64_t batch,
+                               const AmpMode& amp) {
+  alloc::CachingAllocator& allocator = alloc::cpu_allocator();
+  const auto allocated = [&] { return allocator.stats().allocated_bytes.all().current; };
+  const std::int64_t base = allocated();
+  manual_seed(0);
+  auto model = nn::make_model(model_name);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
+  const Tensor x = randn({batch, 1, 28, 28});
+  const Tensor y = randint(0, 10, {batch});
+  StepMemory m;
+  for (int step = 0; step < 2; ++step) {
+    sgd.zero_grad();
+    const bool measured = step == 1;
+    if (measured) {
+      m.before = allocated() - base;
+      allocator.reset_peak_memory_stats();
+    }
+    Tensor loss;
+    {
+      AutocastGuard autocast(kCPU, amp.dtype, amp.enabled());
+      loss = cross_entropy(model->forward(x), y);
+    }
+    if (measured) m.activations = allocated() - base - m.before;
+    scaler.scale(loss).backward();
+    scaler.step(sgd);
+    scaler.update();
+    if (measured) m.peak = allocator.stats().allocated_bytes.all().peak - base;
+  }
+  return m;
 }
 
 }  // namespace frugal::train

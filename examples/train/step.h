@@ -36,4 +36,18 @@ StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradS
                       const AmpMode& amp, const Tensor& images, const Tensor& targets,
                       std::int64_t accum);
 
+// What one training step holds, from the CPU allocator's exact counters, each counted from
+// what was allocated when the measurement began (data sets loaded earlier are not included).
+struct StepMemory {
+  std::int64_t before = 0;       // the model, its optimizer state and the batch
+  std::int64_t activations = 0;  // held by the graph after forward and loss (casts included)
+  std::int64_t peak = 0;         // the step's peak allocated, everything above included
+};
+
+// One SGD step (momentum 0.9, through a GradScaler where `amp` needs one) of the benchmark
+// model `model_name` (nn::make_model) on a random batch of `batch` images, seeded, measured
+// after a warm-up step so that the momentum buffers exist as in every step but the first.
+StepMemory measure_step_memory(const std::string& model_name, std::int64_t batch,
+                               const AmpMode& amp);
+
 }  // namespace frugal::train
