@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/progress.h"
+#include "examples/train/step.h"
 #include "kernels/cpu/parallel.h"
 #include "nn/nn.h"
 
@@ -18,30 +19,6 @@ using namespace frugal;
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-// frugal-train's step at `batch` after a warm-up at batch 1 (momentum and gradients live),
-// from an empty cache; the peak allocated bytes, or -1 on out-of-memory.
-std::int64_t measured_peak(nn::Module& model, std::int64_t batch) {
-  optim::SGD sgd(model.parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  const auto step = [&](std::int64_t n) {
-    const Tensor x = randn({n, 1, 28, 28});
-    Tensor logits = model.forward(x);
-    Tensor loss = cross_entropy(logits, randint(0, 10, {n}));
-    logits = Tensor();
-    sgd.zero_grad();
-    loss.backward();
-    sgd.step();
-  };
-  step(1);
-  alloc::cpu_allocator().empty_cache();
-  alloc::cpu_allocator().reset_peak_memory_stats();
-  try {
-    step(batch);
-  } catch (const OutOfMemoryError&) {
-    return -1;
-  }
-  return alloc::cpu_allocator().stats().allocated_bytes.all().peak;
-}
 
 std::vector<std::int64_t> parse_list(const std::string& text) {
   std::vector<std::int64_t> out;
@@ -121,7 +98,7 @@ int run(int argc, char** argv) {
     std::string check_rows = "[";
     double worst = 0;
     for (const std::int64_t b : checks) {
-      const std::int64_t m = measured_peak(*model, b);
+      const std::int64_t m = train::measure_step_peak(*model, b);
       const double err = static_cast<double>(r.predict(b) - m) / static_cast<double>(m);
       worst = std::max(worst, std::abs(err));
       JsonWriter c;
@@ -145,8 +122,8 @@ int run(int argc, char** argv) {
     alloc::cpu_allocator().set_memory_limit(static_cast<std::size_t>(budget));
     try {
       const nn::BatchSizeResult capped = nn::find_batch_size(*model, sgd_factory(), {1, 28, 28}, 0);
-      const std::int64_t at = measured_peak(*model, capped.batch);
-      const std::int64_t above = measured_peak(*model, capped.batch + 1);
+      const std::int64_t at = train::measure_step_peak(*model, capped.batch);
+      const std::int64_t above = train::measure_step_peak(*model, capped.batch + 1);
       alloc::cpu_allocator().set_memory_limit(0);
       JsonWriter c;
       c.field("capacity_bytes", budget);

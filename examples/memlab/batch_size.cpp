@@ -17,30 +17,6 @@ nn::OptimizerFactory sgd_factory() {
   };
 }
 
-// The measured truth, as the finder measures it: frugal-train's step (SGD with momentum)
-// at `batch` after a warm-up step at batch 1, from an empty cache; -1 on out-of-memory.
-std::int64_t measured_peak(nn::Module& model, std::int64_t batch) {
-  optim::SGD sgd(model.parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  const auto step = [&](std::int64_t n) {
-    const Tensor x = randn({n, 1, 28, 28});
-    Tensor logits = model.forward(x);
-    Tensor loss = cross_entropy(logits, randint(0, 10, {n}));
-    logits = Tensor();
-    sgd.zero_grad();
-    loss.backward();
-    sgd.step();
-  };
-  step(1);
-  alloc::cpu_allocator().empty_cache();
-  reset_peak();
-  try {
-    step(batch);
-  } catch (const OutOfMemoryError&) {
-    return -1;
-  }
-  return allocated_peak();
-}
-
 std::vector<std::int64_t> parse_batches(const std::string& text) {
   std::vector<std::int64_t> out;
   std::stringstream in(text);
@@ -87,7 +63,7 @@ int batch_size_lab(int argc, char** argv) {
   report.columns({"batch", "measured peak", "predicted peak", "error", "within 5%"});
   double worst = 0;
   for (const std::int64_t b : batches) {
-    const std::int64_t m = measured_peak(*model, b);
+    const std::int64_t m = train::measure_step_peak(*model, b);
     FRUGAL_CHECK(m > 0,
                  "batch-size: the step at batch " + std::to_string(b) + " ran out of memory");
     const std::int64_t p = fit.predict(b);
@@ -111,8 +87,8 @@ int batch_size_lab(int argc, char** argv) {
   std::int64_t at = 0, above = 0;
   try {
     capped = nn::find_batch_size(*model, sgd_factory(), {1, 28, 28}, 0);
-    at = measured_peak(*model, capped.batch);
-    above = measured_peak(*model, capped.batch + 1);
+    at = train::measure_step_peak(*model, capped.batch);
+    above = train::measure_step_peak(*model, capped.batch + 1);
   } catch (...) {
     alloc::cpu_allocator().set_memory_limit(0);
     throw;

@@ -99,4 +99,27 @@ StepMemory measure_step_memory(const std::string& model_name, std::int64_t batch
   return m;
 }
 
+std::int64_t measure_step_peak(nn::Module& model, std::int64_t batch) {
+  optim::SGD sgd(model.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  const auto step = [&](std::int64_t n) {
+    const Tensor x = randn({n, 1, 28, 28});
+    Tensor logits = model.forward(x);
+    Tensor loss = cross_entropy(logits, randint(0, 10, {n}));
+    logits = Tensor();
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+  };
+  step(1);
+  alloc::CachingAllocator& allocator = alloc::cpu_allocator();
+  allocator.empty_cache();
+  allocator.reset_peak_memory_stats();
+  try {
+    step(batch);
+  } catch (const OutOfMemoryError&) {
+    return -1;
+  }
+  return allocator.stats().allocated_bytes.all().peak;
+}
+
 }  // namespace frugal::train

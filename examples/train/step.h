@@ -50,4 +50,10 @@ struct StepMemory {
 StepMemory measure_step_memory(const std::string& model_name, std::int64_t batch,
                                const AmpMode& amp);
 
+// The measured truth the batch-size finder is compared with: the CPU allocator's peak
+// allocated bytes over one float32 SGD step (momentum 0.9) of `model` on a random batch of
+// `batch` 1x28x28 images, run after a warm-up step at batch 1 (momentum and gradients live)
+// and from an empty cache, as the finder measures its steps; -1 on out-of-memory.
+std::int64_t measure_step_peak(nn::Module& model, std::int64_t batch);
+
 }  // namespace frugal::train
