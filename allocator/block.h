@@ -34,7 +34,7 @@ struct alignas(64) Block {
   // -- second cache line: the block's own history --
   std::int32_t pending_events = 0;  // events still to complete before it can be reused
   std::size_t requested = 0;        // what the user asked for; 0 while free
-  std::uint64_t free_tick = 0;  // allocation counter when it became free (age for GC)
+  std::uint64_t free_tick = 0;      // allocation counter when it became free (age for GC)
   std::uint64_t trace_id = 0;
   std::uint32_t history_op = 0, history_module = 0;  // tags of its allocation (history)
   // Streams other than the segment's that used the block (record_stream). Rare, so created
@@ -56,9 +56,9 @@ struct Segment {
   StreamId stream = 0;
   bool expandable = false;
   FreeIndex* free_blocks = nullptr;  // where this segment's cached blocks are indexed
-  Block* first = nullptr;           // lowest-address block
-  Block* unmapped_head = nullptr;   // expandable: the unmapped blocks, via link_*
-  Segment* prev_segment = nullptr;  // all segments of an allocator
+  Block* first = nullptr;            // lowest-address block
+  Block* unmapped_head = nullptr;    // expandable: the unmapped blocks, via link_*
+  Segment* prev_segment = nullptr;   // all segments of an allocator
   Segment* next_segment = nullptr;
 };
 

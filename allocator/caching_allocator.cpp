@@ -106,14 +106,16 @@ Allocation CachingAllocator::allocate(std::size_t bytes, StreamId stream) {
   if (bytes == 0) return {};
   std::lock_guard<SpinMutex> lock(mutex_);
   if (!pending_.empty()) process_events(false);
-  if (bytes > kMaxRequest) [[unlikely]] throw_out_of_memory(bytes);
+  if (bytes > kMaxRequest) [[unlikely]]
+    throw_out_of_memory(bytes);
   const std::size_t size = round_size(bytes);
   StreamPool& sp = stream_pool(size <= kSmallSize ? PoolKind::kSmall : PoolKind::kLarge, stream);
   ++tick_;
   Block* block = find_cached_block(sp, size);
   if (block == nullptr) block = obtain_block(sp, size, bytes);
   take_block(block, size, bytes);
-  if (observer_ != nullptr) [[unlikely]] notify_allocate(block, bytes, stream);
+  if (observer_ != nullptr) [[unlikely]]
+    notify_allocate(block, bytes, stream);
   if (history_ != nullptr) [[unlikely]] {
     const HistoryContext& c = current_history_context;
     block->history_op = c.op;
@@ -232,12 +234,19 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
   // One update: the allocation, the block leaving the non-releasable stats, the remainder
   // entering them.
   const auto rest_bytes = static_cast<std::int64_t>(rest_non_releasable);
-  const HotLanes added{1, static_cast<std::int64_t>(block->size),
-                       static_cast<std::int64_t>(requested), rest_bytes != 0, rest_bytes, 0, 0, 0};
+  const HotLanes added{1,
+                       static_cast<std::int64_t>(block->size),
+                       static_cast<std::int64_t>(requested),
+                       rest_bytes != 0,
+                       rest_bytes,
+                       0,
+                       0,
+                       0};
   const std::int64_t units_bytes = std::int64_t{units} * std::int64_t{FreeIndex::kUnitBytes};
   const HotLanes removed{0, 0, 0, units != 0, units_bytes, 0, 0, 0};
   live_.hot.apply(kind, added, removed);
-  if (live_.pending_count.current_all() != 0) [[unlikely]] live_.note_active_peaks(kind);
+  if (live_.pending_count.current_all() != 0) [[unlikely]]
+    live_.note_active_peaks(kind);
   if (block->size >= config_.max_split_size) live_.oversize_allocations.increase(1);
 }
 
@@ -245,8 +254,10 @@ void CachingAllocator::free(const Allocation& allocation) {
   Block* block = allocation.block;
   if (block == nullptr) return;
   std::lock_guard<SpinMutex> lock(mutex_);
-  if (!block->allocated) [[unlikely]] throw_not_allocated(block);
-  if (observer_ != nullptr) [[unlikely]] observer_->on_free(block->trace_id);
+  if (!block->allocated) [[unlikely]]
+    throw_not_allocated(block);
+  if (observer_ != nullptr) [[unlikely]]
+    observer_->on_free(block->trace_id);
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
@@ -265,7 +276,8 @@ void CachingAllocator::free(const Allocation& allocation) {
     block->stream_uses = nullptr;
     live_.pending_count.increase(kind, 1);
     live_.pending_bytes.increase(kind, bytes);
-    if (history_ != nullptr) [[unlikely]] note_block_history(HistoryAction::kFreeRequested, block);
+    if (history_ != nullptr) [[unlikely]]
+      note_block_history(HistoryAction::kFreeRequested, block);
     return;
   }
   if (history_ != nullptr) [[unlikely]] {
@@ -292,8 +304,7 @@ void CachingAllocator::record_stream(const Allocation& allocation, StreamId stre
 void CachingAllocator::process_events(bool wait) {
   for (std::size_t i = 0; i < pending_.size();) {
     const PendingFree p = pending_[i];
-    const bool done =
-        wait ? backend_->wait_event(p.event) : backend_->event_completed(p.event);
+    const bool done = wait ? backend_->wait_event(p.event) : backend_->event_completed(p.event);
     if (!done) {
       ++i;
       continue;
@@ -426,9 +437,9 @@ void CachingAllocator::set_memory_limit(std::size_t bytes) {
 }
 
 void CachingAllocator::set_memory_fraction(double fraction) {
-  FRUGAL_CHECK(fraction > 0.0 && fraction <= 1.0,
-               "set_memory_fraction: the fraction must be in (0, 1], got " +
-                   std::to_string(fraction));
+  FRUGAL_CHECK(
+      fraction > 0.0 && fraction <= 1.0,
+      "set_memory_fraction: the fraction must be in (0, 1], got " + std::to_string(fraction));
   std::lock_guard<SpinMutex> lock(mutex_);
   limit_ = static_cast<std::size_t>(fraction * static_cast<double>(backend_->total_memory()));
 }
@@ -519,8 +530,8 @@ std::vector<SegmentInfo> CachingAllocator::snapshot_locked() const {
     info.stream = seg->stream;
     info.expandable = seg->expandable;
     for (const Block* b = seg->first; b != nullptr; b = b->next) {
-      info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped,
-                             b->pending, b->allocated || b->pending ? b->history_op : 0,
+      info.blocks.push_back({b->address, b->size, b->requested, b->allocated, b->mapped, b->pending,
+                             b->allocated || b->pending ? b->history_op : 0,
                              b->allocated || b->pending ? b->history_module : 0});
     }
     out.push_back(std::move(info));
@@ -565,8 +576,7 @@ void CachingAllocator::note_history(HistoryAction action, std::uintptr_t address
 void CachingAllocator::note_block_history(HistoryAction action, const Block* block,
                                           bool counted_before) {
   history_->record(action, block->address, block->size, block->segment->stream,
-                   block->segment->pool, block->history_op, block->history_module,
-                   counted_before);
+                   block->segment->pool, block->history_op, block->history_module, counted_before);
 }
 
 CachingAllocator::Snapshot CachingAllocator::memory_snapshot() const {
@@ -600,8 +610,10 @@ void CachingAllocator::link_segment(Segment* seg) {
 }
 
 void CachingAllocator::unlink_segment(Segment* seg) {
-  if (seg->prev_segment != nullptr) seg->prev_segment->next_segment = seg->next_segment;
-  else segments_ = seg->next_segment;
+  if (seg->prev_segment != nullptr)
+    seg->prev_segment->next_segment = seg->next_segment;
+  else
+    segments_ = seg->next_segment;
   if (seg->next_segment != nullptr) seg->next_segment->prev_segment = seg->prev_segment;
 }
 

@@ -57,7 +57,7 @@ struct SegmentInfo {
     std::size_t requested;
     bool allocated;
     bool mapped;
-    bool pending;  // freed but waiting for other streams
+    bool pending;                   // freed but waiting for other streams
     HistoryTag op = 0, module = 0;  // who allocated it (while the history records)
   };
   std::vector<BlockInfo> blocks;
@@ -124,7 +124,7 @@ class CachingAllocator {
   struct Snapshot {
     std::string device;
     std::vector<SegmentInfo> segments;
-    std::vector<HistoryEvent> events;  // oldest first, times in ns since recording began
+    std::vector<HistoryEvent> events;   // oldest first, times in ns since recording began
     std::uint64_t events_recorded = 0;  // including those the ring no longer holds
     std::size_t history_capacity = 0;   // 0: the history is off
     std::size_t allocated = 0, reserved = 0;
@@ -135,7 +135,8 @@ class CachingAllocator {
 
   // Size rounding, exposed for tests and trace tools.
   std::size_t round_size(std::size_t bytes) const {
-    if (roundup_enabled_) [[unlikely]] return round_size_with_divisions(bytes);
+    if (roundup_enabled_) [[unlikely]]
+      return round_size_with_divisions(bytes);
     return bytes < kMinBlockSize ? kMinBlockSize
                                  : (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
   }
@@ -207,7 +208,7 @@ class CachingAllocator {
   // Per pool kind, the stream pool used last: most lookups repeat it (one read, no search).
   StreamPool* last_used_[2] = {nullptr, nullptr};
   Segment* segments_ = nullptr;
-  LiveStats live_;  // running counters, published by stats()
+  LiveStats live_;                // running counters, published by stats()
   std::size_t granularity_ = 0;   // the backend's mapping granularity
   bool roundup_enabled_ = false;  // any roundup_power2_divisions configured
   std::size_t limit_ = 0;         // 0: the device's total memory
@@ -215,7 +216,7 @@ class CachingAllocator {
   std::uint64_t next_trace_id_ = 0;
   AllocationObserver* observer_ = nullptr;
   std::unique_ptr<MemoryHistory> history_;  // null: not recording
-  std::atomic<bool> history_on_{false};       // history_ != nullptr, readable without the lock
+  std::atomic<bool> history_on_{false};     // history_ != nullptr, readable without the lock
   struct PendingFree {
     EventHandle event;
     Block* block;

@@ -28,8 +28,10 @@ void unmapped_push(Segment* seg, Block* b) {
 }
 
 void unmapped_remove(Segment* seg, Block* b) {
-  if (b->link_prev != nullptr) b->link_prev->link_next = b->link_next;
-  else seg->unmapped_head = b->link_next;
+  if (b->link_prev != nullptr)
+    b->link_prev->link_next = b->link_next;
+  else
+    seg->unmapped_head = b->link_next;
   if (b->link_next != nullptr) b->link_next->link_prev = b->link_prev;
   b->link_prev = b->link_next = nullptr;
 }

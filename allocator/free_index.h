@@ -82,8 +82,7 @@ class FreeIndex {
         // in bounds.
         const std::size_t next_in_group = g * 64 + std::countr_zero(in_group);
         const std::size_t next_group = std::countr_zero(groups) & 63;
-        const std::size_t first_of_group =
-            next_group * 64 + std::countr_zero(summary_[next_group]);
+        const std::size_t first_of_group = next_group * 64 + std::countr_zero(summary_[next_group]);
         const std::size_t next = choose(in_group != 0, next_in_group, first_of_group);
         const std::uint64_t next_word = words_[next & (kFlatSizes / 64 - 1)];
         const std::size_t found = choose(in_word != 0, w * 64 + std::countr_zero(in_word),
@@ -164,12 +163,12 @@ class FreeIndex {
 
   static constexpr std::size_t kNoFront = ~std::size_t{0};
 
-  Block** heads_;                 // heads_[k]: free blocks of exactly k units, via link_*
-  std::uint64_t* words_;          // bit k: heads_[k] non-empty        (kFlatSizes bits)
-  std::uint64_t summary_[64]{};   // bit w: words_[w] non-zero          (4096 bits)
-  std::uint64_t top_ = 0;         // bit s: summary_[s] non-zero        (64 bits)
+  Block** heads_;                // heads_[k]: free blocks of exactly k units, via link_*
+  std::uint64_t* words_;         // bit k: heads_[k] non-empty        (kFlatSizes bits)
+  std::uint64_t summary_[64]{};  // bit w: words_[w] non-zero          (4096 bits)
+  std::uint64_t top_ = 0;        // bit s: summary_[s] non-zero        (64 bits)
   std::set<std::pair<std::size_t, Block*>> huge_;  // blocks of 128 MiB and more
-  Block* front_ = nullptr;          // the newest block, in none of the tables above
+  Block* front_ = nullptr;                         // the newest block, in none of the tables above
   std::size_t front_key_ = kNoFront;  // its size in units (kNoFront: the slot is empty)
 };
 

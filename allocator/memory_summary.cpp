@@ -109,11 +109,10 @@ std::string CachingAllocator::memory_summary(bool abbreviated) const {
     }
   }
   lines.push_back(std::string(kWidth, '-'));
-  lines.push_back(row("Oversize allocations", s.oversize_allocations, s.oversize_allocations,
-                      format_count));
-  lines.push_back(std::string(kWidth, '-'));
   lines.push_back(
-      row("Oversize segments", s.oversize_segments, s.oversize_segments, format_count));
+      row("Oversize allocations", s.oversize_allocations, s.oversize_allocations, format_count));
+  lines.push_back(std::string(kWidth, '-'));
+  lines.push_back(row("Oversize segments", s.oversize_segments, s.oversize_segments, format_count));
   lines.push_back(std::string(kWidth, '='));
 
   std::string out;

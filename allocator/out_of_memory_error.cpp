@@ -26,8 +26,8 @@ std::string describe(const MemoryReport& r) {
   if (r.limit < r.capacity) out << " with a limit of " << format_bytes(r.limit) << " set";
   out << "; " << format_bytes(r.allocated) << " is allocated by frugal and "
       << format_bytes(r.reserved_unallocated()) << " is reserved but unallocated"
-      << " (the largest free block is " << format_bytes(r.largest_free_block)
-      << ", fragmentation " << percent << ").";
+      << " (the largest free block is " << format_bytes(r.largest_free_block) << ", fragmentation "
+      << percent << ").";
   out << " Try: a smaller batch size or gradient accumulation; releasing tensors that are no"
          " longer needed";
   if (r.reserved_unallocated() > r.requested / 4 && !r.expandable_segments) {

@@ -12,14 +12,14 @@
 namespace frugal {
 
 struct MemoryReport {
-  std::string device;                 // "cpu", "simulated", "cuda:0"
-  std::size_t requested = 0;          // bytes asked for
-  std::size_t capacity = 0;           // device memory
+  std::string device;                      // "cpu", "simulated", "cuda:0"
+  std::size_t requested = 0;               // bytes asked for
+  std::size_t capacity = 0;                // device memory
   std::optional<std::size_t> device_free;  // free by the device's own count, where it tells
-  std::size_t limit = 0;              // set_memory_limit / fraction, or capacity
-  std::size_t allocated = 0;          // bytes in live blocks
-  std::size_t reserved = 0;           // bytes held from the device
-  std::size_t largest_free_block = 0; // largest cached free block
+  std::size_t limit = 0;                   // set_memory_limit / fraction, or capacity
+  std::size_t allocated = 0;               // bytes in live blocks
+  std::size_t reserved = 0;                // bytes held from the device
+  std::size_t largest_free_block = 0;      // largest cached free block
   bool expandable_segments = false;
 
   std::size_t reserved_unallocated() const { return reserved - allocated; }

@@ -31,7 +31,8 @@ struct CachingAllocator::Pool {
 FRUGAL_HOT CachingAllocator::StreamPool& CachingAllocator::stream_pool(PoolKind kind,
                                                                        StreamId stream) {
   StreamPool* last = last_used_[static_cast<int>(kind)];
-  if (last != nullptr && last->stream == stream) [[likely]] return *last;
+  if (last != nullptr && last->stream == stream) [[likely]]
+    return *last;
   return find_stream_pool(*pools_[static_cast<int>(kind)], kind, stream);
 }
 
@@ -96,7 +97,8 @@ FRUGAL_HOT void CachingAllocator::delete_block(Block* block) {
 }
 
 FRUGAL_HOT Block* CachingAllocator::new_block() {
-  if (spare_blocks_ == nullptr) [[unlikely]] add_spare_blocks();
+  if (spare_blocks_ == nullptr) [[unlikely]]
+    add_spare_blocks();
   Block* block = spare_blocks_;
   spare_blocks_ = block->link_next;
   // Field by field: assigning a fresh Block{} copies a 128-byte temporary.

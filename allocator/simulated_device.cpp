@@ -16,9 +16,9 @@ std::size_t round_up(std::size_t n, std::size_t m) { return (n + m - 1) / m * m;
 
 SimulatedDevice::SimulatedDevice(std::size_t capacity, std::size_t granularity)
     : capacity_(capacity), granularity_(granularity), next_address_(kAddressBase) {
-  FRUGAL_CHECK(granularity > 0 && (granularity & (granularity - 1)) == 0,
-               "SimulatedDevice: granularity must be a power of two, got " +
-                   std::to_string(granularity));
+  FRUGAL_CHECK(
+      granularity > 0 && (granularity & (granularity - 1)) == 0,
+      "SimulatedDevice: granularity must be a power of two, got " + std::to_string(granularity));
 }
 
 void SimulatedDevice::charge_call_cost() const {
@@ -67,9 +67,9 @@ void SimulatedDevice::release_address_range(void*, std::size_t) {}
 bool SimulatedDevice::map(void* addr, std::size_t bytes) {
   charge_call_cost();
   std::lock_guard<std::mutex> lock(mutex_);
-  FRUGAL_CHECK(reinterpret_cast<std::uintptr_t>(addr) % granularity_ == 0 &&
-                   bytes % granularity_ == 0,
-               "SimulatedDevice::map: range is not granularity-aligned");
+  FRUGAL_CHECK(
+      reinterpret_cast<std::uintptr_t>(addr) % granularity_ == 0 && bytes % granularity_ == 0,
+      "SimulatedDevice::map: range is not granularity-aligned");
   if (bytes > capacity_ - used_) return false;
   used_ += bytes;
   peak_used_ = std::max(peak_used_, used_);

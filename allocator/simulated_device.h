@@ -42,9 +42,9 @@ class SimulatedDevice : public Backend {
   // Busy-waits this long in allocate/deallocate/map/unmap, to model cudaMalloc's cost.
   void set_call_cost_ns(std::uint64_t ns) { call_cost_ns_ = ns; }
 
-  std::size_t used() const;           // bytes backed by "physical" memory now
-  std::size_t peak_used() const;      // the most ever backed at once
-  std::uint64_t calls() const;        // allocate + map calls that succeeded
+  std::size_t used() const;       // bytes backed by "physical" memory now
+  std::size_t peak_used() const;  // the most ever backed at once
+  std::uint64_t calls() const;    // allocate + map calls that succeeded
 
  private:
   void charge_call_cost() const;

@@ -54,22 +54,22 @@ struct StatArray {
 };
 
 struct DeviceStats {
-  StatArray allocation;            // blocks handed to users
-  StatArray segment;               // device allocations (or mapped expandable ranges)
-  StatArray active;                // allocated, or freed but still in use by another stream
-  StatArray inactive_split;        // free blocks that cannot be released (part of a segment)
+  StatArray allocation;      // blocks handed to users
+  StatArray segment;         // device allocations (or mapped expandable ranges)
+  StatArray active;          // allocated, or freed but still in use by another stream
+  StatArray inactive_split;  // free blocks that cannot be released (part of a segment)
   StatArray allocated_bytes;
-  StatArray reserved_bytes;        // memory obtained from the device
+  StatArray reserved_bytes;  // memory obtained from the device
   StatArray active_bytes;
   StatArray inactive_split_bytes;
-  StatArray requested_bytes;       // what users asked for, before rounding
+  StatArray requested_bytes;  // what users asked for, before rounding
 
   std::int64_t num_alloc_retries = 0;  // device refused, cache freed, tried again
   std::int64_t num_ooms = 0;           // out-of-memory errors thrown
   std::int64_t num_sync_all_streams = 0;
-  std::int64_t num_device_alloc = 0;   // allocate + map calls on the backend
-  std::int64_t num_device_free = 0;    // deallocate + unmap calls on the backend
-  Stat oversize_allocations;           // allocations above max_split_size
+  std::int64_t num_device_alloc = 0;  // allocate + map calls on the backend
+  std::int64_t num_device_free = 0;   // deallocate + unmap calls on the backend
+  Stat oversize_allocations;          // allocations above max_split_size
   Stat oversize_segments;
   std::int64_t max_split_size = 0;
 

@@ -49,8 +49,8 @@ Trace parse_trace(std::istream& in, const std::string& source) {
     ++line;
     if (line == 1 && text.rfind("# frugal-alloc-trace", 0) == 0 &&
         text.rfind(kTraceHeader, 0) != 0) {
-      fail(source, line, "unsupported trace version '" + text + "' (expected '" +
-                             kTraceHeader + "')");
+      fail(source, line,
+           "unsupported trace version '" + text + "' (expected '" + kTraceHeader + "')");
     }
     const auto f = fields(text);
     if (f.empty() || f[0][0] == '#') continue;

@@ -21,8 +21,8 @@ inline constexpr const char* kTraceHeader = "# frugal-alloc-trace v1";
 struct TraceEvent {
   enum class Kind : std::uint8_t { kAllocate, kFree } kind;
   std::uint64_t id = 0;
-  std::uint64_t bytes = 0;   // kAllocate only
-  StreamId stream = 0;       // kAllocate only
+  std::uint64_t bytes = 0;  // kAllocate only
+  StreamId stream = 0;      // kAllocate only
 };
 
 struct Trace {

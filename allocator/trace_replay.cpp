@@ -42,8 +42,7 @@ ReplayResult replay_trace(const Trace& trace, std::size_t capacity, const Alloca
 }
 
 MinCapacity find_min_capacity(const Trace& trace, const AllocatorConfig& config,
-                              std::size_t resolution,
-                              const std::function<void(int)>& on_replay) {
+                              std::size_t resolution, const std::function<void(int)>& on_replay) {
   MinCapacity out;
   auto completes = [&](std::size_t capacity) {
     const bool ok = replay_trace(trace, capacity, config).completed();

@@ -68,9 +68,10 @@ int run(int argc, char** argv) {
   for (const auto& r : rows)
     std::printf("%-5s | %14s | %12s (%5.3fx) | %12s (%5.3fx) | %12s (%5.3fx)\n", r.amp.c_str(),
                 format_bytes(r.memory.before).c_str(), format_bytes(r.memory.activations).c_str(),
-                frac(r.memory.activations, base.activations), format_bytes(r.memory.peak - r.memory.before).c_str(),
-                frac(r.memory.peak - r.memory.before, base.peak - base.before), format_bytes(r.memory.peak).c_str(),
-                frac(r.memory.peak, base.peak));
+                frac(r.memory.activations, base.activations),
+                format_bytes(r.memory.peak - r.memory.before).c_str(),
+                frac(r.memory.peak - r.memory.before, base.peak - base.before),
+                format_bytes(r.memory.peak).c_str(), frac(r.memory.peak, base.peak));
   return 0;
 }
 

@@ -67,9 +67,10 @@ int run(int argc, char** argv) {
     j.field("ratio", ratio);
     std::printf("%s\n", j.str().c_str());
   } else {
-    std::printf("%lld x %lld float32, %d thread(s): frugal %.1f GFLOP/s, Eigen %.1f GFLOP/s, "
-                "frugal/Eigen %.3f\n",
-                static_cast<long long>(n), static_cast<long long>(n), threads, fg, eg, ratio);
+    std::printf(
+        "%lld x %lld float32, %d thread(s): frugal %.1f GFLOP/s, Eigen %.1f GFLOP/s, "
+        "frugal/Eigen %.3f\n",
+        static_cast<long long>(n), static_cast<long long>(n), threads, fg, eg, ratio);
   }
   return 0;
 }

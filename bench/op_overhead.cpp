@@ -16,9 +16,10 @@ namespace {
 // Median ns per op over `samples` batches of `batch` adds.
 template <class F>
 double per_op_ns(int samples, int batch, const F& op) {
-  return bench::median_ns(samples / 10, samples, [&] {
-           for (int i = 0; i < batch; ++i) op();
-         }) /
+  return bench::median_ns(samples / 10, samples,
+                          [&] {
+                            for (int i = 0; i < batch; ++i) op();
+                          }) /
          batch;
 }
 

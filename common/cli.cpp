@@ -126,8 +126,7 @@ std::string CommandLine::help() const {
   if (!positional_specs_.empty()) {
     out << "\narguments:\n";
     for (const auto& [name, h] : positional_specs_) {
-      out << "  " << name << std::string(name.size() < 24 ? 24 - name.size() : 1, ' ') << h
-          << "\n";
+      out << "  " << name << std::string(name.size() < 24 ? 24 - name.size() : 1, ' ') << h << "\n";
     }
   }
   out << "\noptions:\n";

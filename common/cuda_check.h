@@ -36,11 +36,11 @@ namespace detail {
       ::frugal::detail::throw_cuda_error(frugal_cuda_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define FRUGAL_CU_CHECK(call)                                                           \
-  do {                                                                                  \
-    const CUresult frugal_cu_status_ = (call);                                          \
-    if (frugal_cu_status_ != CUDA_SUCCESS) [[unlikely]]                                 \
-      ::frugal::detail::throw_cu_error(frugal_cu_status_, #call, __FILE__, __LINE__);   \
+#define FRUGAL_CU_CHECK(call)                                                         \
+  do {                                                                                \
+    const CUresult frugal_cu_status_ = (call);                                        \
+    if (frugal_cu_status_ != CUDA_SUCCESS) [[unlikely]]                               \
+      ::frugal::detail::throw_cu_error(frugal_cu_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: the launch's own error (a bad configuration), not a later one.

@@ -21,10 +21,10 @@ class ConfigError : public Error {
 
 // Throws frugal::Error with `message` when `condition` is false. The message is built only
 // on failure, so checks on hot paths cost a branch.
-#define FRUGAL_CHECK(condition, ...)                                   \
-  do {                                                                 \
-    if (!(condition)) [[unlikely]]                                     \
-      ::frugal::detail::throw_error(__FILE__, __LINE__, __VA_ARGS__);  \
+#define FRUGAL_CHECK(condition, ...)                                  \
+  do {                                                                \
+    if (!(condition)) [[unlikely]]                                    \
+      ::frugal::detail::throw_error(__FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 namespace detail {

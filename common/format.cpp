@@ -42,11 +42,16 @@ std::int64_t parse_bytes(const std::string& text) {
       suffix += static_cast<char>(std::tolower(static_cast<unsigned char>(text[pos])));
   }
   double scale = 0;
-  if (suffix.empty() || suffix == "b") scale = 1;
-  else if (suffix == "k" || suffix == "kb" || suffix == "kib") scale = 1024.0;
-  else if (suffix == "m" || suffix == "mb" || suffix == "mib") scale = 1024.0 * 1024;
-  else if (suffix == "g" || suffix == "gb" || suffix == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "t" || suffix == "tb" || suffix == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (suffix.empty() || suffix == "b")
+    scale = 1;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib")
+    scale = 1024.0;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib")
+    scale = 1024.0 * 1024;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib")
+    scale = 1024.0 * 1024 * 1024 * 1024;
   if (scale == 0 || number < 0 || !std::isfinite(number)) {
     throw ConfigError("'" + text + "' is not a byte count (expected e.g. 4096, 64MiB, 2GiB)");
   }

@@ -4,10 +4,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <thread>

@@ -50,7 +50,9 @@ class SampleError : public Error {
   SampleError(std::int64_t index, std::string source, const std::string& reason)
       : Error("sample " + std::to_string(index) +
               (reason.find(source) == std::string::npos ? " (" + source + "): " : ": ") + reason),
-        index_(index), source_(std::move(source)), reason_(reason) {}
+        index_(index),
+        source_(std::move(source)),
+        reason_(reason) {}
   std::int64_t index() const { return index_; }
   const std::string& source() const { return source_; }
   const std::string& reason() const { return reason_; }

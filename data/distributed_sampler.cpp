@@ -13,13 +13,14 @@ namespace frugal::data {
 DistributedSampler::DistributedSampler(std::int64_t dataset_size, std::int64_t num_replicas,
                                        std::int64_t rank, DistributedSamplerOptions options)
     : dataset_size_(dataset_size), num_replicas_(num_replicas), rank_(rank), options_(options) {
-  FRUGAL_CHECK(dataset_size >= 0,
-               "DistributedSampler: dataset size must be >= 0, got " + std::to_string(dataset_size));
-  FRUGAL_CHECK(num_replicas >= 1,
-               "DistributedSampler: num_replicas must be >= 1, got " + std::to_string(num_replicas));
-  FRUGAL_CHECK(rank >= 0 && rank < num_replicas,
-               "DistributedSampler: invalid rank " + std::to_string(rank) +
-                   ", rank should be in the interval [0, " + std::to_string(num_replicas - 1) + "]");
+  FRUGAL_CHECK(dataset_size >= 0, "DistributedSampler: dataset size must be >= 0, got " +
+                                      std::to_string(dataset_size));
+  FRUGAL_CHECK(num_replicas >= 1, "DistributedSampler: num_replicas must be >= 1, got " +
+                                      std::to_string(num_replicas));
+  FRUGAL_CHECK(rank >= 0 && rank < num_replicas, "DistributedSampler: invalid rank " +
+                                                     std::to_string(rank) +
+                                                     ", rank should be in the interval [0, " +
+                                                     std::to_string(num_replicas - 1) + "]");
   // PyTorch: with drop_last the tail that does not divide evenly is dropped; without it the
   // epoch is rounded up and padded.
   if (options_.drop_last && dataset_size % num_replicas != 0)
@@ -44,7 +45,8 @@ std::vector<std::int64_t> DistributedSampler::order(std::int64_t epoch) const {
   all.resize(static_cast<std::size_t>(total));
   std::vector<std::int64_t> mine;
   mine.reserve(static_cast<std::size_t>(num_samples_));
-  for (std::int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(all[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = rank_; i < total; i += num_replicas_)
+    mine.push_back(all[static_cast<std::size_t>(i)]);
   return mine;
 }
 

@@ -129,11 +129,16 @@ struct IdxType {
 
 IdxType idx_type(const std::string& path, unsigned code) {
   switch (code) {
-    case 0x08: return {kUInt8, 1, "ubyte"};
-    case 0x0B: return {kInt32, 2, "short"};  // widened: frugal has no int16
-    case 0x0C: return {kInt32, 4, "int"};
-    case 0x0D: return {kFloat32, 4, "float"};
-    case 0x0E: return {kFloat64, 8, "double"};
+    case 0x08:
+      return {kUInt8, 1, "ubyte"};
+    case 0x0B:
+      return {kInt32, 2, "short"};  // widened: frugal has no int16
+    case 0x0C:
+      return {kInt32, 4, "int"};
+    case 0x0D:
+      return {kFloat32, 4, "float"};
+    case 0x0E:
+      return {kFloat64, 8, "double"};
     case 0x09:
       fail(path, "type code 0x09 (signed byte) has no frugal dtype (frugal has uint8 but no int8)");
     default:

@@ -54,8 +54,9 @@ void check_png(const unsigned char* b, std::size_t n, const std::string& name) {
     if (first && type_name != "IHDR") damaged(name, "PNG", pos, "the first chunk is not IHDR");
     first = false;
     if (pos + 12 + std::size_t{length} > n)
-      damaged(name, "PNG", pos, "chunk " + type_name + " of " + std::to_string(length) +
-                                    " bytes runs past the end of the file (truncated)");
+      damaged(name, "PNG", pos,
+              "chunk " + type_name + " of " + std::to_string(length) +
+                  " bytes runs past the end of the file (truncated)");
     const std::uint32_t stored = be32(b + pos + 8 + length);
     const auto computed =
         static_cast<std::uint32_t>(crc32(crc32(0L, nullptr, 0), type, length + 4));
@@ -135,7 +136,7 @@ void check_jpeg(const unsigned char* b, std::size_t n, const std::string& name) 
     while (pos < n && b[pos] == 0xFF) ++pos;  // fill bytes
     if (pos >= n) damaged(name, "JPEG", pos, "file ends before the EOI marker (truncated)");
     const unsigned char marker = b[pos++];
-    if (marker == 0xD9) return;                                      // EOI
+    if (marker == 0xD9) return;                                          // EOI
     if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;  // no length
     if (pos + 2 > n) damaged(name, "JPEG", pos, "file ends inside a marker (truncated)");
     const std::size_t length = (std::size_t{b[pos]} << 8) | b[pos + 1];
@@ -184,9 +185,12 @@ ImageFormat sniff_image_format(const unsigned char* bytes, std::size_t size) {
 
 const char* image_format_name(ImageFormat f) {
   switch (f) {
-    case ImageFormat::Png: return "PNG";
-    case ImageFormat::Jpeg: return "JPEG";
-    default: return "unknown";
+    case ImageFormat::Png:
+      return "PNG";
+    case ImageFormat::Jpeg:
+      return "JPEG";
+    default:
+      return "unknown";
   }
 }
 
@@ -205,8 +209,10 @@ void decode_image(const unsigned char* bytes, std::size_t size, int channels,
     throw Error(name + ": not a PNG or JPEG image (" + std::to_string(size) + " bytes" +
                 (size ? ", starting " + start : std::string()) + ")");
   }
-  if (format == ImageFormat::Png) check_png(bytes, size, name);
-  else check_jpeg(bytes, size, name);
+  if (format == ImageFormat::Png)
+    check_png(bytes, size, name);
+  else
+    check_jpeg(bytes, size, name);
   FRUGAL_CHECK(size <= 0x7fffffff, name + ": image files over 2 GiB are not supported");
   const int len = static_cast<int>(size);
 

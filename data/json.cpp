@@ -166,10 +166,16 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = s_[pos_++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else { --pos_; fail("bad hex digit in a \\u escape"); }
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else {
+        --pos_;
+        fail("bad hex digit in a \\u escape");
+      }
     }
     return v;
   }
@@ -197,10 +203,14 @@ class Parser {
     const auto c = static_cast<unsigned char>(s_[pos_]);
     int extra;
     unsigned cp, min;
-    if (c >= 0xc2 && c <= 0xdf) extra = 1, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) extra = 2, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) extra = 3, cp = c & 0x07, min = 0x10000;
-    else fail("invalid UTF-8 in a string");
+    if (c >= 0xc2 && c <= 0xdf)
+      extra = 1, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+      extra = 2, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+      extra = 3, cp = c & 0x07, min = 0x10000;
+    else
+      fail("invalid UTF-8 in a string");
     if (pos_ + extra >= s_.size()) fail("truncated UTF-8 sequence in a string");
     for (int i = 1; i <= extra; ++i) {
       const auto b = static_cast<unsigned char>(s_[pos_ + i]);
@@ -237,14 +247,30 @@ class Parser {
       if (pos_ >= s_.size()) fail("unterminated string");
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xdc00 && cp <= 0xdfff) fail("lone low surrogate in a \\u escape");
@@ -280,10 +306,14 @@ const Value* Value::find(std::string_view key) const {
 
 const char* kind_name(Value::Kind kind) {
   switch (kind) {
-    case Value::Kind::Object: return "object";
-    case Value::Kind::Array: return "array";
-    case Value::Kind::String: return "string";
-    case Value::Kind::Integer: return "integer";
+    case Value::Kind::Object:
+      return "object";
+    case Value::Kind::Array:
+      return "array";
+    case Value::Kind::String:
+      return "string";
+    case Value::Kind::Integer:
+      return "integer";
   }
   return "?";
 }
@@ -296,11 +326,21 @@ std::string quote(std::string_view text) {
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";

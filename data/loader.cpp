@@ -26,10 +26,11 @@ std::uint64_t mix(std::uint64_t x) {
 // because its algorithm is left to each standard library, and the order must not change
 // with the compiler.
 std::uint64_t below(std::mt19937_64& engine, std::uint64_t bound) {
-  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() -
-                              std::numeric_limits<std::uint64_t>::max() % bound;
+  const std::uint64_t limit =
+      std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % bound;
   std::uint64_t x;
-  do x = engine(); while (x >= limit);
+  do x = engine();
+  while (x >= limit);
   return x % bound;
 }
 
@@ -58,7 +59,8 @@ Tensor gather_rows(const Tensor& source, const std::int64_t* rows, std::int64_t 
 }  // namespace
 
 InMemoryLoader::InMemoryLoader(Tensor data, Tensor targets, DataLoaderOptions options)
-    : data_(checked(std::move(data), "data")), targets_(checked(std::move(targets), "targets")),
+    : data_(checked(std::move(data), "data")),
+      targets_(checked(std::move(targets), "targets")),
       options_(options) {
   FRUGAL_CHECK(options_.batch_size > 0, "InMemoryLoader: batch_size must be positive, got " +
                                             std::to_string(options_.batch_size));

@@ -35,8 +35,9 @@ constexpr DtypeCode kCodes[] = {
     {"I32", kInt32},   {"I64", kInt64},   {"U8", kUInt8},    {"BOOL", kBool},
 };
 // Codes of the format that frugal has no dtype for, refused as unsupported, not unknown.
-constexpr const char* kUnsupportedCodes[] = {"I8", "I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2",
-                                             "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64"};
+constexpr const char* kUnsupportedCodes[] = {"I8",      "I16",     "U16",     "U32",
+                                             "U64",     "F8_E4M3", "F8_E5M2", "F8_E8M0",
+                                             "F6_E2M3", "F6_E3M2", "F4",      "C64"};
 
 // The CPU, contiguous, history-free version of t: the bytes the file holds.
 Tensor file_bytes(const Tensor& t) {
@@ -165,9 +166,9 @@ void save_safetensors(const std::string& path,
     }
     const std::uint64_t end = offset + t.nbytes();
     if (header.size() > 1) header += ',';
-    header += json::quote(name) + ":{\"dtype\":\"" +
-              safetensors_dtype(t.dtype()) + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-              std::to_string(offset) + "," + std::to_string(end) + "]}";
+    header += json::quote(name) + ":{\"dtype\":\"" + safetensors_dtype(t.dtype()) +
+              "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(end) + "]}";
     offset = end;
   }
   header += "}";

@@ -36,7 +36,8 @@ class SampleRandom {
   std::uint64_t below(std::uint64_t bound) {
     const std::uint64_t limit = ~std::uint64_t{0} - ~std::uint64_t{0} % bound;
     std::uint64_t x;
-    do x = next(); while (x >= limit);
+    do x = next();
+    while (x >= limit);
     return x % bound;
   }
   // Uniform in [0, 1) with 53 random bits.

@@ -25,7 +25,8 @@ std::uint64_t epoch_seed(std::uint64_t seed, std::int64_t epoch) {
 std::uint64_t below(std::mt19937_64& engine, std::uint64_t bound) {
   const std::uint64_t limit = ~std::uint64_t{0} - ~std::uint64_t{0} % bound;
   std::uint64_t x;
-  do x = engine(); while (x >= limit);
+  do x = engine();
+  while (x >= limit);
   return x % bound;
 }
 

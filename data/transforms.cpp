@@ -57,14 +57,22 @@ using RowFn = void (*)(const unsigned char*, unsigned char*, int, int, int, int,
 
 RowFn row_function(std::size_t pixel_bytes) {
   switch (pixel_bytes) {
-    case 1: return crop_row<1>;
-    case 2: return crop_row<2>;
-    case 3: return crop_row<3>;
-    case 4: return crop_row<4>;
-    case 8: return crop_row<8>;
-    case 12: return crop_row<12>;
-    case 16: return crop_row<16>;
-    default: return nullptr;
+    case 1:
+      return crop_row<1>;
+    case 2:
+      return crop_row<2>;
+    case 3:
+      return crop_row<3>;
+    case 4:
+      return crop_row<4>;
+    case 8:
+      return crop_row<8>;
+    case 12:
+      return crop_row<12>;
+    case 16:
+      return crop_row<16>;
+    default:
+      return nullptr;
   }
 }
 
@@ -102,8 +110,10 @@ void crop_into(const Image& in, Image& out, const ImageShape& out_shape, int top
       for (int x = 0; x < ow; ++x) {  // pixels of an unusual size: byte copies
         const int wx = flip ? ow - 1 - x : x;
         unsigned char* d = drow + px * static_cast<std::size_t>(x);
-        if (wx < x0 || wx >= x1) std::memset(d, 0, px);
-        else std::memcpy(d, srow + px * static_cast<std::size_t>(left + wx), px);
+        if (wx < x0 || wx >= x1)
+          std::memset(d, 0, px);
+        else
+          std::memcpy(d, srow + px * static_cast<std::size_t>(left + wx), px);
       }
     }
   }
@@ -171,7 +181,8 @@ void resize_typed(const Image& in, Image& out, const ImageShape& os) {
                static_cast<std::size_t>(x) * so.x;
         if constexpr (std::is_same_v<T, unsigned char>)
           *d = static_cast<T>(std::clamp(v + 0.5f, 0.0f, 255.0f));
-        else *d = v;
+        else
+          *d = v;
       }
     }
 }
@@ -271,8 +282,10 @@ ImageShape Resize::output_shape(const ImageShape& in) const {
 bool Resize::apply(const Image& in, Image& out, SampleRandom&) const {
   const ImageShape os = output_shape(in.shape);
   if (os == in.shape) return false;
-  if (in.shape.is_float) resize_typed<float>(in, out, os);
-  else resize_typed<unsigned char>(in, out, os);
+  if (in.shape.is_float)
+    resize_typed<float>(in, out, os);
+  else
+    resize_typed<unsigned char>(in, out, os);
   return true;
 }
 
@@ -306,8 +319,8 @@ bool RandomCrop::apply(const Image& in, Image& out, SampleRandom& random) const 
 }
 
 std::string RandomCrop::name() const {
-  return "RandomCrop(" + std::to_string(height_) + "x" + std::to_string(width_) + ", padding=" +
-         std::to_string(padding_) + ")";
+  return "RandomCrop(" + std::to_string(height_) + "x" + std::to_string(width_) +
+         ", padding=" + std::to_string(padding_) + ")";
 }
 
 CenterCrop::CenterCrop(int height, int width) : height_(height), width_(width) {

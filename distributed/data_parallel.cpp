@@ -18,8 +18,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       group_(group ? group : &default_group()),
       broadcast_buffers_(options.broadcast_buffers) {
   FRUGAL_CHECK(module_ != nullptr, "DistributedDataParallel: the module is null");
-  FRUGAL_CHECK(options.bucket_cap_mb > 0, "DistributedDataParallel: bucket_cap_mb must be > 0, got " +
-                                              std::to_string(options.bucket_cap_mb));
+  FRUGAL_CHECK(options.bucket_cap_mb > 0,
+               "DistributedDataParallel: bucket_cap_mb must be > 0, got " +
+                   std::to_string(options.bucket_cap_mb));
   register_module("module", module_);
 
   // Every rank starts from rank 0's weights, whatever its own initialisation drew.
@@ -55,8 +56,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   };
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const Tensor& p = *it;
-    FRUGAL_CHECK(p.is_cpu(), "DistributedDataParallel: the MPI backend takes CPU parameters, got one on " +
-                                 p.device().str());
+    FRUGAL_CHECK(p.is_cpu(),
+                 "DistributedDataParallel: the MPI backend takes CPU parameters, got one on " +
+                     p.device().str());
     std::size_t i = 0;
     while (i < open.size() && open[i].params.front().dtype() != p.dtype()) ++i;
     if (i == open.size()) {

@@ -72,12 +72,12 @@ class DistributedDataParallel : public nn::Module {
 
  private:
   struct Bucket {
-    Tensor flat;                  // 1-D, the dtype of its parameters, from the allocator
-    std::vector<Tensor> params;   // in bucket order
+    Tensor flat;                 // 1-D, the dtype of its parameters, from the allocator
+    std::vector<Tensor> params;  // in bucket order
     std::vector<std::int64_t> offsets;
-    std::vector<bool> ready;      // this backward's gradient is in the slot
-    std::size_t pending = 0;      // slots not ready yet
-    std::unique_ptr<Work> work;   // the all-reduce in flight
+    std::vector<bool> ready;     // this backward's gradient is in the slot
+    std::size_t pending = 0;     // slots not ready yet
+    std::unique_ptr<Work> work;  // the all-reduce in flight
   };
   Tensor slot(Bucket& bucket, std::size_t k) const;
   // The hook of parameter k of bucket b: its local gradient (accumulated + this backward's).

@@ -19,7 +19,8 @@ void check_mpi(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw Error(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  throw Error(std::string(call) +
+              " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 // MPI_Finalize at exit, only when frugal was the one to call MPI_Init_thread.
@@ -43,7 +44,8 @@ void check_tensor(const Tensor& t, const char* call) {
   FRUGAL_CHECK(t.defined(), std::string(call) + ": the tensor is undefined");
   FRUGAL_CHECK(t.is_cpu(), std::string(call) + ": the MPI backend takes CPU tensors, got one on " +
                                t.device().str() + " (NCCL, for GPU tensors, is not built)");
-  FRUGAL_CHECK(t.is_contiguous(), std::string(call) + ": the tensor must be contiguous (call .contiguous())");
+  FRUGAL_CHECK(t.is_contiguous(),
+               std::string(call) + ": the tensor must be contiguous (call .contiguous())");
 }
 
 int checked_count(std::size_t n, const char* call) {
@@ -149,7 +151,8 @@ std::unique_ptr<Work> ProcessGroupMPI::all_reduce_async(Tensor& tensor, ReduceOp
 void ProcessGroupMPI::broadcast(Tensor& tensor, int root) {
   check_tensor(tensor, "broadcast");
   FRUGAL_CHECK(root >= 0 && root < size_, "broadcast: root " + std::to_string(root) +
-                                              " is not a rank of this group of " + std::to_string(size_));
+                                              " is not a rank of this group of " +
+                                              std::to_string(size_));
   // Bytes, so that any dtype (int64 batch-norm counters too) travels unchanged.
   const int count = checked_count(tensor.nbytes(), "MPI_Bcast");
   check_mpi(MPI_Bcast(tensor.data_ptr(), count, MPI_BYTE, root, comm_->handle), "MPI_Bcast");
@@ -158,7 +161,8 @@ void ProcessGroupMPI::broadcast(Tensor& tensor, int root) {
 void ProcessGroupMPI::barrier() { check_mpi(MPI_Barrier(comm_->handle), "MPI_Barrier"); }
 
 void init_process_group(const std::string& backend) {
-  FRUGAL_CHECK(!default_slot(), "init_process_group: the default process group is already initialized");
+  FRUGAL_CHECK(!default_slot(),
+               "init_process_group: the default process group is already initialized");
   if (backend != "mpi")
     throw ConfigError("init_process_group: backend '" + backend +
                       "' is not available; this build has 'mpi' (CPU tensors)");
@@ -170,7 +174,9 @@ bool is_initialized() { return default_slot() != nullptr; }
 void destroy_process_group() { default_slot().reset(); }
 
 ProcessGroup& default_group() {
-  FRUGAL_CHECK(default_slot(), "the default process group is not initialized: call init_process_group(\"mpi\") first");
+  FRUGAL_CHECK(
+      default_slot(),
+      "the default process group is not initialized: call init_process_group(\"mpi\") first");
   return *default_slot();
 }
 

@@ -88,10 +88,14 @@ namespace detail {
 std::optional<ScalarType> target_dtype(CastPolicy policy, DeviceType device,
                                        std::optional<ScalarType> widest) {
   switch (policy) {
-    case CastPolicy::kLowerPrecision: return state().of(device).dtype;
-    case CastPolicy::kFloat32: return kFloat32;
-    case CastPolicy::kPromote: return widest;
-    case CastPolicy::kInputDtype: return std::nullopt;
+    case CastPolicy::kLowerPrecision:
+      return state().of(device).dtype;
+    case CastPolicy::kFloat32:
+      return kFloat32;
+    case CastPolicy::kPromote:
+      return widest;
+    case CastPolicy::kInputDtype:
+      return std::nullopt;
   }
   return std::nullopt;
 }

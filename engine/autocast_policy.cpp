@@ -57,10 +57,14 @@ CastPolicy policy(Op op) {
 
 const char* policy_name(CastPolicy policy) {
   switch (policy) {
-    case CastPolicy::kLowerPrecision: return "lower_precision_fp";
-    case CastPolicy::kFloat32: return "fp32";
-    case CastPolicy::kPromote: return "promote";
-    case CastPolicy::kInputDtype: return "input dtype";
+    case CastPolicy::kLowerPrecision:
+      return "lower_precision_fp";
+    case CastPolicy::kFloat32:
+      return "fp32";
+    case CastPolicy::kPromote:
+      return "promote";
+    case CastPolicy::kInputDtype:
+      return "input dtype";
   }
   return "?";
 }

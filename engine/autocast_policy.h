@@ -14,9 +14,24 @@ enum class CastPolicy {
 };
 
 enum class Op {
-  kMm, kBmm, kLinear, kConv2d,
-  kSoftmax, kLogSoftmax, kCrossEntropy, kNllLoss, kSum, kMean, kVar, kExp, kLog, kPow,
-  kAdd, kSub, kMul, kDiv,
+  kMm,
+  kBmm,
+  kLinear,
+  kConv2d,
+  kSoftmax,
+  kLogSoftmax,
+  kCrossEntropy,
+  kNllLoss,
+  kSum,
+  kMean,
+  kVar,
+  kExp,
+  kLog,
+  kPow,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
   kBatchNorm,
 };
 

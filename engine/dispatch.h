@@ -16,11 +16,16 @@ namespace frugal {
 template <class F>
 decltype(auto) dispatch_floating(ScalarType t, const char* op, F&& f) {
   switch (t) {
-    case ScalarType::Float32: return f.template operator()<float>();
-    case ScalarType::Float64: return f.template operator()<double>();
-    case ScalarType::Float16: return f.template operator()<Half>();
-    case ScalarType::BFloat16: return f.template operator()<BFloat16>();
-    default: throw_unsupported_dtype(op, t, "floating-point types");
+    case ScalarType::Float32:
+      return f.template operator()<float>();
+    case ScalarType::Float64:
+      return f.template operator()<double>();
+    case ScalarType::Float16:
+      return f.template operator()<Half>();
+    case ScalarType::BFloat16:
+      return f.template operator()<BFloat16>();
+    default:
+      throw_unsupported_dtype(op, t, "floating-point types");
   }
 }
 
@@ -28,11 +33,16 @@ decltype(auto) dispatch_floating(ScalarType t, const char* op, F&& f) {
 template <class F>
 decltype(auto) dispatch_numeric(ScalarType t, const char* op, F&& f) {
   switch (t) {
-    case ScalarType::Int32: return f.template operator()<std::int32_t>();
-    case ScalarType::Int64: return f.template operator()<std::int64_t>();
-    case ScalarType::UInt8: return f.template operator()<std::uint8_t>();
-    case ScalarType::Bool: throw_unsupported_dtype(op, t, "numeric types (not bool)");
-    default: return dispatch_floating(t, op, std::forward<F>(f));
+    case ScalarType::Int32:
+      return f.template operator()<std::int32_t>();
+    case ScalarType::Int64:
+      return f.template operator()<std::int64_t>();
+    case ScalarType::UInt8:
+      return f.template operator()<std::uint8_t>();
+    case ScalarType::Bool:
+      throw_unsupported_dtype(op, t, "numeric types (not bool)");
+    default:
+      return dispatch_floating(t, op, std::forward<F>(f));
   }
 }
 

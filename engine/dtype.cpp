@@ -6,13 +6,17 @@ namespace frugal {
 std::size_t element_size(ScalarType t) {
   switch (t) {
     case ScalarType::Float64:
-    case ScalarType::Int64: return 8;
+    case ScalarType::Int64:
+      return 8;
     case ScalarType::Float32:
-    case ScalarType::Int32: return 4;
+    case ScalarType::Int32:
+      return 4;
     case ScalarType::Float16:
-    case ScalarType::BFloat16: return 2;
+    case ScalarType::BFloat16:
+      return 2;
     case ScalarType::UInt8:
-    case ScalarType::Bool: return 1;
+    case ScalarType::Bool:
+      return 1;
   }
   return 0;
 }
@@ -45,10 +49,14 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
   // Both integral or bool: the wider; bool is below everything.
   auto rank = [](ScalarType t) {
     switch (t) {
-      case ScalarType::Bool: return 0;
-      case ScalarType::UInt8: return 1;
-      case ScalarType::Int32: return 2;
-      default: return 3;  // Int64
+      case ScalarType::Bool:
+        return 0;
+      case ScalarType::UInt8:
+        return 1;
+      case ScalarType::Int32:
+        return 2;
+      default:
+        return 3;  // Int64
     }
   };
   return rank(a) >= rank(b) ? a : b;

@@ -49,7 +49,8 @@ inline bool is_integral(ScalarType t, bool include_bool) {
 // gives float32; an integer with a floating type gives the floating type.
 ScalarType promote_types(ScalarType a, ScalarType b);
 
-// The C++ type of each ScalarType, and back.
+// The C++ type of each ScalarType, and back (one line a type: a table, kept as one).
+// clang-format off
 template <ScalarType S>
 struct cpp_type;
 template <> struct cpp_type<ScalarType::Float32> { using type = float; };
@@ -71,5 +72,6 @@ template <> constexpr ScalarType scalar_type_of<std::int32_t>() { return ScalarT
 template <> constexpr ScalarType scalar_type_of<std::int64_t>() { return ScalarType::Int64; }
 template <> constexpr ScalarType scalar_type_of<std::uint8_t>() { return ScalarType::UInt8; }
 template <> constexpr ScalarType scalar_type_of<bool>() { return ScalarType::Bool; }
+// clang-format on
 
 }  // namespace frugal

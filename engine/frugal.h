@@ -3,9 +3,9 @@
 #pragma once
 
 #include "allocator/default_allocators.h"
+#include "engine/autocast.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"
-#include "engine/autocast.h"
 #include "engine/device.h"
 #include "engine/dtype.h"
 #include "engine/generator.h"

@@ -4,8 +4,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "engine/dispatch.h"
 #include "engine/autograd/node.h"
+#include "engine/dispatch.h"
 #include "engine/tensor.h"
 
 namespace frugal {
@@ -32,8 +32,10 @@ void print_row(std::ostream& out, const Tensor& t, std::int64_t offset, bool sum
     }
     const double v = value_at(t, offset + i * stride);
     out << ' ' << std::setw(10);
-    if (t.is_floating_point()) out << std::fixed << std::setprecision(4) << v;
-    else out << static_cast<long long>(v);
+    if (t.is_floating_point())
+      out << std::fixed << std::setprecision(4) << v;
+    else
+      out << static_cast<long long>(v);
   }
   out << '\n';
 }
@@ -78,11 +80,15 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t_) {
   const bool summarise = t.numel() > kSummariseAbove;
   if (t.dim() == 0) {
     const double v = value_at(t, 0);
-    if (t.is_floating_point()) s << std::setprecision(8) << v << '\n';
-    else s << static_cast<long long>(v) << '\n';
+    if (t.is_floating_point())
+      s << std::setprecision(8) << v << '\n';
+    else
+      s << static_cast<long long>(v) << '\n';
   } else if (t.numel() > 0) {
-    if (t.dim() == 1) print_row(s, t, 0, summarise);
-    else print_block(s, t, 0, 0, "", summarise);
+    if (t.dim() == 1)
+      print_row(s, t, 0, summarise);
+    else
+      print_block(s, t, 0, 0, "", summarise);
   }
   s << "[ " << t_.toString() << '{';
   for (std::int64_t d = 0; d < t.dim(); ++d)

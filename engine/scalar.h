@@ -19,8 +19,8 @@ class Scalar {
         i_(static_cast<std::int64_t>(v)) {}  // NOLINT
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Scalar(T v) : is_integral_(false), d_(static_cast<double>(v)) {}  // NOLINT
-  Scalar(Half v) : Scalar(static_cast<float>(v)) {}                // NOLINT
-  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}            // NOLINT
+  Scalar(Half v) : Scalar(static_cast<float>(v)) {}                 // NOLINT
+  Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}             // NOLINT
 
   bool is_integral() const { return is_integral_; }
   bool is_floating_point() const { return !is_integral_; }
@@ -29,9 +29,12 @@ class Scalar {
   std::int64_t to_long() const { return is_integral_ ? i_ : static_cast<std::int64_t>(d_); }
   template <class T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return is_integral_ ? i_ != 0 : d_ != 0.0;
-    else if constexpr (std::is_integral_v<T>) return static_cast<T>(to_long());
-    else return static_cast<T>(static_cast<float>(to_double()));
+    if constexpr (std::is_same_v<T, bool>)
+      return is_integral_ ? i_ != 0 : d_ != 0.0;
+    else if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(to_long());
+    else
+      return static_cast<T>(static_cast<float>(to_double()));
   }
 
  private:

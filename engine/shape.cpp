@@ -73,8 +73,8 @@ int wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
   const std::int64_t range = std::max<std::int64_t>(ndim, 1);  // a 0-dim tensor takes 0 and -1
   FRUGAL_CHECK(dim >= -range && dim < range,
                std::string(op) + ": dimension " + std::to_string(dim) + " is out of range for a " +
-                   std::to_string(ndim) + "-d tensor (expected [" + std::to_string(-range) +
-                   ", " + std::to_string(range - 1) + "])");
+                   std::to_string(ndim) + "-d tensor (expected [" + std::to_string(-range) + ", " +
+                   std::to_string(range - 1) + "])");
   return static_cast<int>(dim < 0 ? dim + range : dim);
 }
 

@@ -64,9 +64,7 @@ class DimVector {
   void insert(std::size_t at, std::int64_t v);
   void erase(std::size_t at);
   void resize(std::size_t size, std::int64_t value = 0);
-  bool operator==(const DimVector& other) const {
-    return IntArrayRef(*this) == IntArrayRef(other);
-  }
+  bool operator==(const DimVector& other) const { return IntArrayRef(*this) == IntArrayRef(other); }
 
  private:
   std::int64_t data_[kMaxDims] = {};

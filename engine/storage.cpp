@@ -11,8 +11,8 @@ StorageImpl::StorageImpl(std::size_t nbytes, Device device)
   // A CUDA block belongs to the stream its first kernels are queued on: this thread's current
   // one on the block's device (ops make that device current, see FRUGAL_KERNEL). Freed, it is
   // reusable there at once (the stream runs in order).
-  allocation_ = allocator_->allocate(
-      nbytes, device_.is_cuda() ? current_cuda_stream(device_.index()) : 0);
+  allocation_ =
+      allocator_->allocate(nbytes, device_.is_cuda() ? current_cuda_stream(device_.index()) : 0);
 }
 
 StorageImpl::StorageImpl(std::size_t nbytes, alloc::CachingAllocator& host_allocator, bool pinned)

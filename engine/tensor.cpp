@@ -42,10 +42,12 @@ T Tensor::item() const {
   if (!is_cpu()) return cpu().item<T>();  // waits for the kernels that compute it
   return dispatch_all(dtype(), "item", [&]<class S>() {
     const S v = *static_cast<const S*>(data_ptr());
-    if constexpr (std::is_same_v<T, S>) return v;
+    if constexpr (std::is_same_v<T, S>)
+      return v;
     else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
       return T(static_cast<float>(v));
-    else return static_cast<T>(static_cast<compute_t<S>>(v));
+    else
+      return static_cast<T>(static_cast<compute_t<S>>(v));
   });
 }
 template float Tensor::item<float>() const;
@@ -68,11 +70,13 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
   AutogradMeta* meta = impl_->autograd_meta();
   FRUGAL_CHECK(!(meta && meta->grad_fn),
                "requires_grad_: only leaf tensors can change requires_grad; this one is the "
-               "output of " + std::string(meta && meta->grad_fn ? meta->grad_fn->name() : "an op") +
+               "output of " +
+                   std::string(meta && meta->grad_fn ? meta->grad_fn->name() : "an op") +
                    " (use detach() to get a new leaf)");
   FRUGAL_CHECK(!requires_grad || is_floating_point(),
                std::string("requires_grad_: only floating-point tensors can require gradients, "
-                           "this one is ") + dtype_name(dtype()));
+                           "this one is ") +
+                   dtype_name(dtype()));
   if (requires_grad || meta) impl_->ensure_autograd_meta().requires_grad = requires_grad;
   return *this;
 }
@@ -101,8 +105,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor Tensor::detach() const {
-  return Tensor(std::make_shared<TensorImpl>(impl_->storage(), sizes(), strides(),
-                                             storage_offset(), dtype()));
+  return Tensor(std::make_shared<TensorImpl>(impl_->storage(), sizes(), strides(), storage_offset(),
+                                             dtype()));
 }
 
 Tensor& Tensor::detach_() {
@@ -135,8 +139,9 @@ bool Tensor::retains_grad() const {
 }
 
 unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
-  FRUGAL_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does "
-                                "not require gradient");
+  FRUGAL_CHECK(requires_grad(),
+               "register_hook: cannot register a hook on a tensor that does "
+               "not require gradient");
   AutogradMeta& meta = impl_->ensure_autograd_meta();
   if (meta.grad_fn) return meta.grad_fn->add_pre_hook(std::move(hook));
   static unsigned next_leaf_handle = 1u << 31;  // apart from node hook handles

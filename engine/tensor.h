@@ -31,11 +31,19 @@ struct TensorOptions {
   bool requires_grad_ = false;
 
   TensorOptions() = default;
-  TensorOptions(ScalarType t) : dtype_(t) {}  // NOLINT: implicit like libtorch
-  TensorOptions(Device d) : device_(d) {}     // NOLINT
+  TensorOptions(ScalarType t) : dtype_(t) {}   // NOLINT: implicit like libtorch
+  TensorOptions(Device d) : device_(d) {}      // NOLINT
   TensorOptions(DeviceType d) : device_(d) {}  // NOLINT
-  TensorOptions dtype(ScalarType t) const { auto o = *this; o.dtype_ = t; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions dtype(ScalarType t) const {
+    auto o = *this;
+    o.dtype_ = t;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
   TensorOptions requires_grad(bool r = true) const {
     auto o = *this;
     o.requires_grad_ = r;

@@ -18,8 +18,8 @@ bool strides_are_contiguous(IntArrayRef sizes, IntArrayRef strides) {
 }
 }  // namespace
 
-TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, IntArrayRef sizes,
-                       IntArrayRef strides, std::int64_t storage_offset, ScalarType dtype)
+TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, IntArrayRef sizes, IntArrayRef strides,
+                       std::int64_t storage_offset, ScalarType dtype)
     : storage_(std::move(storage)),
       sizes_(sizes),
       strides_(strides),

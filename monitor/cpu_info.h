@@ -16,11 +16,11 @@ struct VectorUnits {
 };
 
 struct CpuInfo {
-  std::string model;       // "model name" of /proc/cpuinfo
-  int logical_cores = 0;   // online hardware threads
-  int usable_cores = 0;    // this process's affinity mask (taskset, cgroup cpusets)
-  VectorUnits cpu;         // what the processor has
-  VectorUnits build;       // what this build was compiled for (-march): kernels use these
+  std::string model;      // "model name" of /proc/cpuinfo
+  int logical_cores = 0;  // online hardware threads
+  int usable_cores = 0;   // this process's affinity mask (taskset, cgroup cpusets)
+  VectorUnits cpu;        // what the processor has
+  VectorUnits build;      // what this build was compiled for (-march): kernels use these
 };
 
 CpuInfo cpu_info();

@@ -12,9 +12,9 @@ namespace frugal::monitor {
 
 struct DeviceMemory {
   int index = 0;
-  std::string name;              // "NVIDIA H100 80GB HBM3"
-  int compute_capability = 0;    // 90 for sm_90
-  std::int64_t total = 0;        // cudaMemGetInfo
+  std::string name;            // "NVIDIA H100 80GB HBM3"
+  int compute_capability = 0;  // 90 for sm_90
+  std::int64_t total = 0;      // cudaMemGetInfo
   std::int64_t free = 0;
   // total - free: nvidia-smi's "Memory-Usage" (NVML's used), every process on the device
   // and this process's CUDA context included.
@@ -33,7 +33,7 @@ struct DeviceMemory {
 };
 
 struct DeviceView {
-  bool cuda_built = false;  // whether this build has the CUDA backend
+  bool cuda_built = false;         // whether this build has the CUDA backend
   std::string unavailable_reason;  // "" when there are devices
   std::vector<DeviceMemory> devices;
   bool available() const { return !devices.empty(); }

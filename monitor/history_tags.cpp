@@ -13,8 +13,12 @@ std::string tag_name(alloc::HistoryTag op, alloc::HistoryTag module, TagGrouping
   const std::string module_name = module ? alloc::history_tag_name(module) : "";
   std::string name;
   switch (grouping) {
-    case TagGrouping::kOp: name = op_name; break;
-    case TagGrouping::kModule: name = module_name; break;
+    case TagGrouping::kOp:
+      name = op_name;
+      break;
+    case TagGrouping::kModule:
+      name = module_name;
+      break;
     case TagGrouping::kModuleAndOp:
       name = module_name.empty() || op_name.empty() ? module_name + op_name
                                                     : module_name + " / " + op_name;

@@ -53,7 +53,7 @@ struct LeakWarning {
   std::string metric;  // "allocated", "reserved" or "rss"
   std::int64_t epoch = 0;
   int epochs_growing = 0;
-  std::int64_t before = 0, now = 0;  // the metric when the growth began, and now
+  std::int64_t before = 0, now = 0;    // the metric when the growth began, and now
   std::vector<TagGrowth> top_growing;  // largest growth first; empty without a provider
   std::string message() const;
 };

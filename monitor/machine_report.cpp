@@ -100,9 +100,12 @@ std::string units_json(const VectorUnits& v) {
 
 const char* level_name(Advice::Level level) {
   switch (level) {
-    case Advice::Level::kNote: return "note";
-    case Advice::Level::kWarning: return "warning";
-    case Advice::Level::kError: return "error";
+    case Advice::Level::kNote:
+      return "note";
+    case Advice::Level::kWarning:
+      return "warning";
+    case Advice::Level::kError:
+      return "error";
   }
   return "?";
 }

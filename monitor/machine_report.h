@@ -39,8 +39,8 @@ const char* level_name(Advice::Level level);  // "note", "warning", "error"
 
 // Thresholds behind the advice, named so that the rules read as sentences.
 struct AdviceThresholds {
-  std::int64_t little_ram = std::int64_t{16} << 30;        // no swap below this: a warning
-  double low_available_fraction = 0.2;                     // of total RAM
+  std::int64_t little_ram = std::int64_t{16} << 30;            // no swap below this: a warning
+  double low_available_fraction = 0.2;                         // of total RAM
   std::int64_t pinned_memory_wanted = std::int64_t{64} << 20;  // a loader's pinned batches
   double low_device_free_fraction = 0.5;
 };

@@ -12,8 +12,8 @@ namespace frugal::monitor {
 
 namespace {
 
-using NvmlReturn = int;          // nvmlReturn_t
-using NvmlDevice = void*;        // nvmlDevice_t
+using NvmlReturn = int;    // nvmlReturn_t
+using NvmlDevice = void*;  // nvmlDevice_t
 constexpr NvmlReturn kSuccess = 0;
 constexpr NvmlReturn kInsufficientSize = 7;
 
@@ -45,8 +45,9 @@ const Nvml& nvml() {
     n.compute_processes = reinterpret_cast<decltype(n.compute_processes)>(
         ::dlsym(library, "nvmlDeviceGetComputeRunningProcesses"));
     if (!n.init || !n.handle_by_pci_bus_id || !n.compute_processes) {
-      n.unavailable = "this NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or "
-                      "nvmlDeviceGetComputeRunningProcesses";
+      n.unavailable =
+          "this NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or "
+          "nvmlDeviceGetComputeRunningProcesses";
     } else if (const NvmlReturn status = n.init(); status != kSuccess) {
       n.unavailable = "nvmlInit_v2 failed with NVML error " + std::to_string(status);
     }

@@ -24,7 +24,7 @@ namespace frugal::monitor {
 struct StepScalars {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   double loss = kNone;
-  double accuracy = kNone;        // of this step's batch, 0..1
+  double accuracy = kNone;  // of this step's batch, 0..1
   double images_per_sec = kNone;
   // Batches decoded and waiting in the data loader's queue. The threaded loader reports it;
   // the in-memory loader has no queue and leaves it out.

@@ -245,8 +245,10 @@ class HostCopy {
 class ModelSnapshot {
  public:
   explicit ModelSnapshot(Module& model)
-      : model_(model), training_(model.is_training()),
-        seed_(default_generator().seed()), offset_(default_generator().offset()) {
+      : model_(model),
+        training_(model.is_training()),
+        seed_(default_generator().seed()),
+        offset_(default_generator().offset()) {
     NoGradGuard no_grad;
     for (const auto& [name, t] : model.state_dict()) values_.emplace_back(t, HostCopy(t));
     for (const Tensor& p : model.parameters()) grads_.emplace_back(p, HostCopy(p.grad()));
@@ -336,8 +338,9 @@ std::string describe(const BatchSizeResult& r) {
       << ": predicted " << static_cast<double>(r.predicted_peak) / mib << " MiB, measured "
       << static_cast<double>(r.measured_peak) / mib << " MiB";
   if (r.measured_peak > 0)
-    out << " (" << 100.0 * static_cast<double>(r.predicted_peak - r.measured_peak) /
-                       static_cast<double>(r.measured_peak)
+    out << " ("
+        << 100.0 * static_cast<double>(r.predicted_peak - r.measured_peak) /
+               static_cast<double>(r.measured_peak)
         << "%)";
   out << (r.next_batch_failed
               ? "; batch " + std::to_string(r.batch + 1) + " was tried and did not fit"

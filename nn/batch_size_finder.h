@@ -18,12 +18,12 @@ namespace frugal::nn {
 
 // One real training step the finder ran.
 struct BatchSizeStep {
-  std::string role;                 // "warm-up", "probe" or "verify"
+  std::string role;  // "warm-up", "probe" or "verify"
   std::int64_t batch = 0;
   std::int64_t peak_allocated =
       0;  // allocated_bytes.all.peak over the step (to the failure, on OOM)
   bool out_of_memory = false;
-  bool fits = false;                // no OOM and peak_allocated <= budget
+  bool fits = false;  // no OOM and peak_allocated <= budget
 };
 
 struct BatchSizeFinderOptions {

@@ -71,8 +71,8 @@ Tensor checkpoint_sequential(const Sequential& seq, int segments, const Tensor& 
 
 CheckpointedSequential::CheckpointedSequential(const Sequential& model, int segments)
     : segments_(segments) {
-  FRUGAL_CHECK(segments >= 1, "checkpoint_segments: segments must be at least 1, got " +
-                                  std::to_string(segments));
+  FRUGAL_CHECK(segments >= 1,
+               "checkpoint_segments: segments must be at least 1, got " + std::to_string(segments));
   for (const auto& [name, module] : model.named_children()) push_back(module);
   train(model.is_training());
 }

@@ -12,9 +12,9 @@ namespace frugal::nn {
 Conv2d::Conv2d(const Conv2dOptions& o) : Module("Conv2d"), options(o) {
   FRUGAL_CHECK(o.in_channels_ > 0 && o.out_channels_ > 0 && o.groups_ > 0 &&
                    o.in_channels_ % o.groups_ == 0 && o.out_channels_ % o.groups_ == 0,
-               "Conv2d: in_channels=" + std::to_string(o.in_channels_) + " and out_channels=" +
-                   std::to_string(o.out_channels_) + " must be positive and divisible by groups=" +
-                   std::to_string(o.groups_));
+               "Conv2d: in_channels=" + std::to_string(o.in_channels_) +
+                   " and out_channels=" + std::to_string(o.out_channels_) +
+                   " must be positive and divisible by groups=" + std::to_string(o.groups_));
   FRUGAL_CHECK(o.kernel_size_[0] > 0 && o.kernel_size_[1] > 0,
                "Conv2d: kernel size must be positive");
   weight =

@@ -13,11 +13,26 @@ struct Conv2dOptions {
   Conv2dOptions(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_size)
       : Conv2dOptions(in_channels, out_channels, Int2{kernel_size, kernel_size}) {}
   // libtorch-style chained setters: Conv2dOptions(32, 64, 3).stride(2).padding(1).bias(false)
-  Conv2dOptions& stride(std::int64_t s) { stride_ = {s, s}; return *this; }
-  Conv2dOptions& padding(std::int64_t p) { padding_ = {p, p}; return *this; }
-  Conv2dOptions& dilation(std::int64_t d) { dilation_ = {d, d}; return *this; }
-  Conv2dOptions& groups(std::int64_t g) { groups_ = g; return *this; }
-  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Conv2dOptions& stride(std::int64_t s) {
+    stride_ = {s, s};
+    return *this;
+  }
+  Conv2dOptions& padding(std::int64_t p) {
+    padding_ = {p, p};
+    return *this;
+  }
+  Conv2dOptions& dilation(std::int64_t d) {
+    dilation_ = {d, d};
+    return *this;
+  }
+  Conv2dOptions& groups(std::int64_t g) {
+    groups_ = g;
+    return *this;
+  }
+  Conv2dOptions& bias(bool b) {
+    bias_ = b;
+    return *this;
+  }
 
   std::int64_t in_channels_, out_channels_;
   Int2 kernel_size_;

@@ -47,7 +47,7 @@ std::shared_ptr<Sequential> mobilenet() {
   for (const Block b :
        {Block{32, 64, 1}, Block{64, 128, 2}, Block{128, 128, 1}, Block{128, 256, 2}}) {
     conv_bn_relu(*s, b.in, b.in, 3, b.stride, 1, /*groups=*/b.in);  // depthwise
-    conv_bn_relu(*s, b.in, b.out, 1, 1, 0, 1);                        // pointwise
+    conv_bn_relu(*s, b.in, b.out, 1, 1, 0, 1);                      // pointwise
   }
   s->push_back(std::make_shared<AdaptiveAvgPool2d>(1));
   s->push_back(std::make_shared<Flatten>());

@@ -175,8 +175,10 @@ void zero_grad(const std::vector<Tensor>& parameters, bool set_to_none) {
   for (Tensor p : parameters) {  // a handle copy: the gradient lives in the shared TensorImpl
     Tensor& g = p.mutable_grad();
     if (!g.defined()) continue;
-    if (set_to_none) g = Tensor();
-    else g.zero_();
+    if (set_to_none)
+      g = Tensor();
+    else
+      g.zero_();
   }
 }
 

@@ -34,7 +34,11 @@ std::string MaxPool2d::extra_repr() const {
 }
 
 AvgPool2d::AvgPool2d(Int2 k, std::optional<Int2> s, Int2 p, bool ceil, bool include_pad)
-    : Module("AvgPool2d"), kernel_size(k), stride(s.value_or(k)), padding(p), ceil_mode(ceil),
+    : Module("AvgPool2d"),
+      kernel_size(k),
+      stride(s.value_or(k)),
+      padding(p),
+      ceil_mode(ceil),
       count_include_pad(include_pad) {}
 
 Tensor AvgPool2d::forward(const Tensor& input) {

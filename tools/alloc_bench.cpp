@@ -155,7 +155,7 @@ struct Failures {
 struct Workload {
   std::size_t pairs = 100000;  // measured pairs per thread
   std::size_t warmup = 20000;
-  std::size_t live = 64;       // live blocks per thread
+  std::size_t live = 64;  // live blocks per thread
   std::uint32_t seed = 1;
 };
 
@@ -375,8 +375,9 @@ int run(int argc, char** argv) {
   const int threads = static_cast<int>(cli.get_int("threads"));
   const double call_us = cli.get_double("device-call-us");
   if (threads < 1 || w.live < 1 || w.pairs < 1 || call_us < 0) {
-    throw ConfigError("frugal-alloc-bench: --threads, --live and --pairs must be >= 1, "
-                      "--device-call-us >= 0");
+    throw ConfigError(
+        "frugal-alloc-bench: --threads, --live and --pairs must be >= 1, "
+        "--device-call-us >= 0");
   }
 
   const tools::CycleTimer timer;

@@ -7,8 +7,8 @@
 #include "allocator/trace_replay.h"
 #include "common/cli.h"
 #include "common/format.h"
-#include "common/progress.h"
 #include "common/json_writer.h"
+#include "common/progress.h"
 
 using namespace frugal;
 using namespace frugal::alloc;

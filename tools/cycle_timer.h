@@ -45,8 +45,7 @@ class CycleTimer {
     unsigned aux;
     return __rdtscp(&aux);  // waits for earlier instructions to finish
 #else
-    return static_cast<std::uint64_t>(
-        std::chrono::steady_clock::now().time_since_epoch().count());
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 #endif
   }
 

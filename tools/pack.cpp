@@ -85,7 +85,8 @@ PackResult pack_folder(const std::string& root, const std::string& encoding, int
       try {
         folder.decode(start + k,
                       images[static_cast<std::size_t>(k)]);  // checks every file, raw or not
-        if (!raw) read_file_into(folder.path(start + k), bytes[static_cast<std::size_t>(k)]);
+        if (!raw)
+          read_file_into(folder.path(start + k), bytes[static_cast<std::size_t>(k)]);
         else if (!(images[static_cast<std::size_t>(k)].shape == folder.sample_shape()))
           throw Error(
               folder.path(start + k) + ": image " +
@@ -104,8 +105,10 @@ PackResult pack_folder(const std::string& root, const std::string& encoding, int
         ++r.skipped;
         continue;
       }
-      if (raw) writer.add_raw(images[s], folder.label(start + k));
-      else writer.add_encoded(bytes[s].data(), bytes[s].size(), folder.label(start + k));
+      if (raw)
+        writer.add_raw(images[s], folder.label(start + k));
+      else
+        writer.add_encoded(bytes[s].data(), bytes[s].size(), folder.label(start + k));
     }
     bar.update(static_cast<std::uint64_t>(start + n));
   }

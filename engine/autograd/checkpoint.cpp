@@ -158,8 +158,12 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
   FRUGAL_CHECK(static_cast<bool>(fn), "checkpoint: the function is empty");
   if (!GradMode::is_enabled()) return fn(inputs);
 
-  CheckpointNode::Replay replay{fn, {}, default_generator().seed(), default_generator().offset(),
-                                AutocastState(), std::move(options)};
+  CheckpointNode::Replay replay{fn,
+                                {},
+                                default_generator().seed(),
+                                default_generator().offset(),
+                                AutocastState(),
+                                std::move(options)};
   // Saved before fn runs, so that fn modifying an input in place shows in its version.
   std::vector<Edge> edges;
   edges.reserve(inputs.size());

@@ -48,9 +48,10 @@ void run_backward(Tensor root, Tensor gradient, bool retain_graph) {
                "under NoGradGuard, or from inputs that do not require grad?)");
   Tensor grad = std::move(gradient);
   if (!grad.defined()) {
-    FRUGAL_CHECK(root.numel() == 1, "backward: grad can be implicitly created only for "
-                                    "one-element outputs, but the output has shape " +
-                                        shape_string(root.sizes()) + "; pass a gradient");
+    FRUGAL_CHECK(root.numel() == 1,
+                 "backward: grad can be implicitly created only for "
+                 "one-element outputs, but the output has shape " +
+                     shape_string(root.sizes()) + "; pass a gradient");
     grad = ones_like(root);
   }
   FRUGAL_CHECK(grad.sizes() == root.sizes(),
@@ -81,9 +82,8 @@ void run_backward(Tensor root, Tensor gradient, bool retain_graph) {
     if (input_grad.defined()) {
       input_grad = node->run_pre_hooks(std::move(input_grad));
       // Memory history: what the node allocates is its op's backward, in its module.
-      const alloc::ScopedOpTag op_tag(alloc::history_recording()
-                                          ? std::string(node->name()) + " backward"
-                                          : std::string());
+      const alloc::ScopedOpTag op_tag(
+          alloc::history_recording() ? std::string(node->name()) + " backward" : std::string());
       const auto module_tag = alloc::ScopedModuleTag::resume(node->history_module);
       input_grads = node->apply(std::move(input_grad), retain_graph);
     }

@@ -85,8 +85,8 @@ std::vector<Tensor> AccumulateGrad::apply(Tensor grad, bool) {
   if (!meta.grad.defined()) {
     // Steal the incoming buffer when nothing else can see it; otherwise copy it, so that
     // a later in-place accumulation never writes into someone else's tensor.
-    const bool exclusive = grad.use_count() == 1 && grad.impl()->storage().use_count() == 1 &&
-                           grad.is_contiguous();
+    const bool exclusive =
+        grad.use_count() == 1 && grad.impl()->storage().use_count() == 1 && grad.is_contiguous();
     meta.grad = exclusive ? std::move(grad) : grad.clone();
   } else {
     meta.grad.add_(grad);

@@ -103,8 +103,8 @@ struct AutogradMeta {
   bool requires_grad = false;  // set on leaves by requires_grad_()
   bool retains_grad = false;
   Tensor grad;
-  std::shared_ptr<Node> grad_fn;              // null for leaves
-  std::weak_ptr<Node> grad_accumulator;       // leaves: made when first used by an op
+  std::shared_ptr<Node> grad_fn;                       // null for leaves
+  std::weak_ptr<Node> grad_accumulator;                // leaves: made when first used by an op
   std::vector<std::pair<unsigned, TensorHook>> hooks;  // leaves' tensor hooks
 };
 

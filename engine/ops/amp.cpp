@@ -16,9 +16,9 @@ void amp_non_finite_check_and_unscale_(const std::vector<Tensor>& grads, Tensor&
   const auto scale = static_cast<float>(inv_scale);
   for (const Tensor& g : grads) {
     if (!g.defined()) continue;
-    FRUGAL_CHECK(g.device() == found_inf.device(),
-                 std::string(op) + ": a gradient is on " + g.device().str() + ", found_inf on " +
-                     found_inf.device().str());
+    FRUGAL_CHECK(g.device() == found_inf.device(), std::string(op) + ": a gradient is on " +
+                                                       g.device().str() + ", found_inf on " +
+                                                       found_inf.device().str());
     FRUGAL_CHECK(g.is_contiguous(), std::string(op) + ": gradients must be contiguous");
     float* flag = found_inf.data_ptr<float>();
     if (g.dtype() == kFloat32) {

@@ -40,8 +40,10 @@ namespace {
 Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor& bias,
                        const Tensor& running_mean, const Tensor& running_var, bool training,
                        double momentum, double eps, bool relu) {
-  FRUGAL_CHECK(input_.dim() >= 2, "batch_norm: expected an input [N, C, ...] of 2 or more dims, "
-                                  "got shape " + shape_string(input_.sizes()));
+  FRUGAL_CHECK(input_.dim() >= 2,
+               "batch_norm: expected an input [N, C, ...] of 2 or more dims, "
+               "got shape " +
+                   shape_string(input_.sizes()));
   FRUGAL_CHECK(eps > 0 && momentum >= 0 && momentum <= 1,
                "batch_norm: expected eps > 0 and momentum in [0, 1], got eps=" +
                    std::to_string(eps) + ", momentum=" + std::to_string(momentum));
@@ -78,26 +80,24 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
       // With the ReLU fused, its output (this op's output) masks the incoming gradient: as a
       // separate pass first, which measured faster than masking inside both backward passes.
       const char* name = relu ? "batch_norm_relu" : "batch_norm";
-      autograd::record(out, name, {input_, weight, bias},
-                       [sx = save(input, name), sw = save(weight, name),
-                        so = save(relu ? out : Tensor(), name), save_mean, save_invstd, n, c,
-                        hw](const Tensor& g, InputGrads& gi) {
-                         const Tensor& x = sx.unpack();
-                         const Tensor gc =
-                             (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
-                         const ScalarType pd = save_mean.dtype();
-                         if (gi.needs(0)) gi[0] = empty(x.sizes(), x.options());
-                         if (gi.needs(1)) gi[1] = empty({c}, x.options().dtype(pd));
-                         if (gi.needs(2)) gi[2] = empty({c}, x.options().dtype(pd));
-                         dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
-                           using P = compute_t<T>;
-                           FRUGAL_KERNEL(x.device(), batch_norm_backward_train<T>)
-                           (gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
-                            save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
-                            data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]),
-                            data_ptr_or_null<P>(gi[2]));
-                         });
-                       });
+      autograd::record(
+          out, name, {input_, weight, bias},
+          [sx = save(input, name), sw = save(weight, name), so = save(relu ? out : Tensor(), name),
+           save_mean, save_invstd, n, c, hw](const Tensor& g, InputGrads& gi) {
+            const Tensor& x = sx.unpack();
+            const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
+            const ScalarType pd = save_mean.dtype();
+            if (gi.needs(0)) gi[0] = empty(x.sizes(), x.options());
+            if (gi.needs(1)) gi[1] = empty({c}, x.options().dtype(pd));
+            if (gi.needs(2)) gi[2] = empty({c}, x.options().dtype(pd));
+            dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
+              using P = compute_t<T>;
+              FRUGAL_KERNEL(x.device(), batch_norm_backward_train<T>)
+              (gc.data_ptr<T>(), x.data_ptr<T>(), data_ptr_or_null<P>(sw.unpack()),
+               save_mean.data_ptr<P>(), save_invstd.data_ptr<P>(), n, c, hw,
+               data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
+            });
+          });
     }
     return out;
   }
@@ -111,28 +111,26 @@ Tensor batch_norm_impl(const Tensor& input_, const Tensor& weight, const Tensor&
   });
   if (records) {
     const bool affine_grads = autograd::requires_grad(weight) || autograd::requires_grad(bias);
-    autograd::record(out, relu ? "batch_norm_relu" : "batch_norm", {input_, weight, bias},
-                     [so = save(relu ? out : Tensor(), "batch_norm_relu"),
-                      sx = save(affine_grads ? input : Tensor(), "batch_norm"),
-                      sw = save(weight, "batch_norm"), sm = save(running_mean, "batch_norm"),
-                      sv = save(running_var, "batch_norm"), eps, n, c, hw, dtype = input.dtype(),
-                      sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
-                       // Evaluation-mode backward is rare: the fused ReLU's mask is applied first.
-                       const Tensor gc =
-                           (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
-                       const ScalarType pd = sm.unpack().dtype();
-                       if (gi.needs(0)) gi[0] = empty(sizes, gc.options().dtype(dtype));
-                       if (gi.needs(1)) gi[1] = empty({c}, gc.options().dtype(pd));
-                       if (gi.needs(2)) gi[2] = empty({c}, gc.options().dtype(pd));
-                       dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
-                         using P = compute_t<T>;
-                         FRUGAL_KERNEL(gc.device(), batch_norm_backward_eval<T>)
-                         (gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()),
-                          data_ptr_or_null<P>(sw.unpack()), sm.unpack().data_ptr<P>(),
-                          sv.unpack().data_ptr<P>(), eps, n, c, hw, data_ptr_or_null<T>(gi[0]),
-                          data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
-                       });
-                     });
+    autograd::record(
+        out, relu ? "batch_norm_relu" : "batch_norm", {input_, weight, bias},
+        [so = save(relu ? out : Tensor(), "batch_norm_relu"),
+         sx = save(affine_grads ? input : Tensor(), "batch_norm"), sw = save(weight, "batch_norm"),
+         sm = save(running_mean, "batch_norm"), sv = save(running_var, "batch_norm"), eps, n, c, hw,
+         dtype = input.dtype(), sizes = DimVector(input.sizes())](const Tensor& g, InputGrads& gi) {
+          // Evaluation-mode backward is rare: the fused ReLU's mask is applied first.
+          const Tensor gc = (so.defined() ? relu_backward(g, so.unpack()) : g).contiguous();
+          const ScalarType pd = sm.unpack().dtype();
+          if (gi.needs(0)) gi[0] = empty(sizes, gc.options().dtype(dtype));
+          if (gi.needs(1)) gi[1] = empty({c}, gc.options().dtype(pd));
+          if (gi.needs(2)) gi[2] = empty({c}, gc.options().dtype(pd));
+          dispatch_floating(dtype, "batch_norm_backward", [&]<class T>() {
+            using P = compute_t<T>;
+            FRUGAL_KERNEL(gc.device(), batch_norm_backward_eval<T>)
+            (gc.data_ptr<T>(), data_ptr_or_null<T>(sx.unpack()), data_ptr_or_null<P>(sw.unpack()),
+             sm.unpack().data_ptr<P>(), sv.unpack().data_ptr<P>(), eps, n, c, hw,
+             data_ptr_or_null<T>(gi[0]), data_ptr_or_null<P>(gi[1]), data_ptr_or_null<P>(gi[2]));
+          });
+        });
   }
   return out;
 }

@@ -13,8 +13,8 @@
 #include "engine/ops/autocast_call.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
-#include "engine/ops/reduce.h"
 #include "engine/ops/kernels.h"
+#include "engine/ops/reduce.h"
 
 namespace frugal {
 
@@ -38,11 +38,19 @@ cpu::Conv2dParams conv_params(const Tensor& input, const Tensor& weight, Int2 st
                    " do not fit (expected weight.size(1) * groups == input channels, both "
                    "channel counts divisible by groups)");
   cpu::Conv2dParams p;
-  p.N = input.size(0); p.C = input.size(1); p.H = input.size(2); p.W = input.size(3);
-  p.O = weight.size(0); p.kH = weight.size(2); p.kW = weight.size(3);
-  p.stride_h = stride[0]; p.stride_w = stride[1];
-  p.pad_h = padding[0]; p.pad_w = padding[1];
-  p.dilation_h = dilation[0]; p.dilation_w = dilation[1];
+  p.N = input.size(0);
+  p.C = input.size(1);
+  p.H = input.size(2);
+  p.W = input.size(3);
+  p.O = weight.size(0);
+  p.kH = weight.size(2);
+  p.kW = weight.size(3);
+  p.stride_h = stride[0];
+  p.stride_w = stride[1];
+  p.pad_h = padding[0];
+  p.pad_w = padding[1];
+  p.dilation_h = dilation[0];
+  p.dilation_w = dilation[1];
   p.groups = groups;
   cpu::validate_conv2d(p);
   return p;
@@ -116,9 +124,8 @@ Tensor conv_backward_input(const cpu::Conv2dParams& p, const Tensor& grad_out,
     const std::size_t bytes =
         FRUGAL_KERNEL(device, conv2d_backward_input_workspace_bytes<T>)(p, threads);
     with_workspace<T>(Pass::kBackwardInput, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
-      FRUGAL_KERNEL(device, conv2d_backward_input<T>)(p, grad_out.data_ptr<T>(),
-                                                      weight.data_ptr<T>(),
-                                                      grad_input.data_ptr<T>(), ws, ws_bytes);
+      FRUGAL_KERNEL(device, conv2d_backward_input<T>)
+      (p, grad_out.data_ptr<T>(), weight.data_ptr<T>(), grad_input.data_ptr<T>(), ws, ws_bytes);
     });
   });
   return grad_input;
@@ -135,10 +142,9 @@ void conv_backward_weight(const cpu::Conv2dParams& p, const Tensor& grad_out, co
         FRUGAL_KERNEL(device, conv2d_backward_weight_workspace_bytes<T>)(p, threads);
     with_workspace<T>(Pass::kBackwardWeight, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
       T* const bias_grad = grad_bias ? grad_bias->data_ptr<T>() : nullptr;
-      FRUGAL_KERNEL(device, conv2d_backward_weight<T>)(p, grad_out.data_ptr<T>(),
-                                                       input.data_ptr<T>(),
-                                                       grad_weight->data_ptr<T>(), bias_grad, ws,
-                                                       ws_bytes);
+      FRUGAL_KERNEL(device, conv2d_backward_weight<T>)
+      (p, grad_out.data_ptr<T>(), input.data_ptr<T>(), grad_weight->data_ptr<T>(), bias_grad, ws,
+       ws_bytes);
     });
   });
 }
@@ -176,9 +182,9 @@ Tensor conv2d(const Tensor& input_, const Tensor& weight_, const Tensor& bias_, 
     const std::size_t bytes =
         FRUGAL_KERNEL(device, conv2d_forward_workspace_bytes<T>)(p, cpu::get_num_threads());
     with_workspace<T>(Pass::kForward, p, device, bytes, [&](void* ws, std::size_t ws_bytes) {
-      FRUGAL_KERNEL(device, conv2d_forward<T>)(p, input.data_ptr<T>(), weight.data_ptr<T>(),
-                                               data_ptr_or_null<T>(bias), out.data_ptr<T>(), ws,
-                                               ws_bytes);
+      FRUGAL_KERNEL(device, conv2d_forward<T>)
+      (p, input.data_ptr<T>(), weight.data_ptr<T>(), data_ptr_or_null<T>(bias), out.data_ptr<T>(),
+       ws, ws_bytes);
     });
   });
   if (autograd::needs_grad(input_, weight_, bias_)) {

@@ -5,11 +5,11 @@
 #include "common/error.h"
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
+#include "engine/ops/device_copy.h"
 #include "engine/ops/factory.h"
 #include "engine/ops/iterator.h"
-#include "engine/ops/shape.h"
-#include "engine/ops/device_copy.h"
 #include "engine/ops/kernels.h"
+#include "engine/ops/shape.h"
 
 namespace frugal {
 
@@ -46,7 +46,8 @@ Tensor to_dtype(const Tensor& t, ScalarType dtype) {
   copy_data(out, t);
   if (autograd::needs_grad(t)) {
     FRUGAL_CHECK(is_floating_point(dtype), std::string("to: converting a tensor that requires "
-                                                       "grad to ") + dtype_name(dtype) +
+                                                       "grad to ") +
+                                               dtype_name(dtype) +
                                                " would cut its gradient; detach() it first");
     const ScalarType from = t.dtype();
     autograd::record(out, "to", {t},

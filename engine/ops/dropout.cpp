@@ -28,8 +28,8 @@ Tensor apply_mask(const Tensor& x, const Tensor& mask, double scale, const char*
 }  // namespace
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* generator) {
-  FRUGAL_CHECK(p >= 0 && p <= 1, "dropout: probability has to be between 0 and 1, but got " +
-                                     std::to_string(p));
+  FRUGAL_CHECK(p >= 0 && p <= 1,
+               "dropout: probability has to be between 0 and 1, but got " + std::to_string(p));
   if (!training || p == 0) return input;
   FRUGAL_CHECK(
       input.is_floating_point(),

@@ -51,8 +51,9 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
-  FRUGAL_CHECK(a.dtype() != kBool || b.dtype() != kBool, "sub: subtraction of bool tensors is not "
-                                                         "supported; use logical ops");
+  FRUGAL_CHECK(a.dtype() != kBool || b.dtype() != kBool,
+               "sub: subtraction of bool tensors is not "
+               "supported; use logical ops");
   Tensor out = binary_kernel(BinaryOp::Sub, a, b, result_type(a, b), "sub", alpha.to_double());
   if (autograd::needs_grad(a, b)) {
     autograd::record(
@@ -72,8 +73,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     autograd::record(out, "mul", {a, b},
                      [ta = GradTarget(a), tb = GradTarget(b),
                       sa = save(autograd::requires_grad(b) ? a : Tensor(), "mul"),
-                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "mul")](
-                         const Tensor& g, InputGrads& gi) {
+                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "mul")](const Tensor& g,
+                                                                                   InputGrads& gi) {
                        if (gi.needs(0)) gi[0] = ta(mul(g, sb.unpack()));
                        if (gi.needs(1)) gi[1] = tb(mul(g, sa.unpack()));
                      });
@@ -159,16 +160,18 @@ Tensor rdiv(const Tensor& a, Scalar b) {
 
 Tensor pow(const Tensor& a, Scalar exponent) {
   if (autocast::should_apply(a.device()))
-    return autocast::call(autocast::Op::kPow, a.device(),
-                          [exponent](const Tensor& x) { return pow(x, exponent); }, a);
+    return autocast::call(
+        autocast::Op::kPow, a.device(), [exponent](const Tensor& x) { return pow(x, exponent); },
+        a);
   const ScalarType dtype = result_type(a, exponent);
   Tensor out = binary_scalar_kernel(BinaryOp::Pow, a, exponent, dtype, "pow");
   if (autograd::needs_grad(a)) {
-    autograd::record(out, "pow", {a}, [ta = GradTarget(a), sa = save(a, "pow"), exponent](
-                                          const Tensor& g, InputGrads& gi) {
-      const double p = exponent.to_double();
-      gi[0] = ta(p == 0 ? mul(g, 0) : mul(mul(g, pow(sa.unpack(), p - 1)), p));
-    });
+    autograd::record(
+        out, "pow", {a},
+        [ta = GradTarget(a), sa = save(a, "pow"), exponent](const Tensor& g, InputGrads& gi) {
+          const double p = exponent.to_double();
+          gi[0] = ta(p == 0 ? mul(g, 0) : mul(mul(g, pow(sa.unpack(), p - 1)), p));
+        });
   }
   return out;
 }

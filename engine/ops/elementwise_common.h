@@ -13,11 +13,11 @@ Tensor cast_for_kernel(const Tensor& t, ScalarType dtype);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 
 // out = a op b over broadcast shapes, computed in `dtype`; no autograd.
-Tensor binary_kernel(kernels::cpu::BinaryOp op, const Tensor& a, const Tensor& b,
-                     ScalarType dtype, const char* name, double alpha = 1, double beta = 0);
+Tensor binary_kernel(kernels::cpu::BinaryOp op, const Tensor& a, const Tensor& b, ScalarType dtype,
+                     const char* name, double alpha = 1, double beta = 0);
 // out = a op s for a scalar s, computed in `dtype`; no autograd.
-Tensor binary_scalar_kernel(kernels::cpu::BinaryOp op, const Tensor& a, Scalar s,
-                            ScalarType dtype, const char* name);
+Tensor binary_scalar_kernel(kernels::cpu::BinaryOp op, const Tensor& a, Scalar s, ScalarType dtype,
+                            const char* name);
 // out = f(x) in x's dtype; no autograd.
 Tensor unary_kernel(kernels::cpu::UnaryOp op, const Tensor& x, const char* name, double lo = 0,
                     double hi = 0);

@@ -39,20 +39,20 @@
 // arguments, commas allowed) of the device's backend. Default arguments work as in a direct call.
 // A CUDA kernel runs with the tensor's device made current, as PyTorch's ops do: its launches,
 // stream, library handles and scratch memory are then that device's whichever is current.
-#define FRUGAL_KERNEL(device, ...)                                                            \
-  [&](auto&&... frugal_kernel_args) {                                                         \
-    if ((device).is_cuda()) {                                                                 \
-      const ::frugal::kernels::cuda::DeviceGuard frugal_kernel_device((device).index());      \
-      return ::frugal::kernels::cuda::__VA_ARGS__(                                            \
-          std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...);                 \
-    }                                                                                         \
-    return ::frugal::kernels::cpu::__VA_ARGS__(                                               \
-        std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...);                   \
+#define FRUGAL_KERNEL(device, ...)                                                       \
+  [&](auto&&... frugal_kernel_args) {                                                    \
+    if ((device).is_cuda()) {                                                            \
+      const ::frugal::kernels::cuda::DeviceGuard frugal_kernel_device((device).index()); \
+      return ::frugal::kernels::cuda::__VA_ARGS__(                                       \
+          std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...);            \
+    }                                                                                    \
+    return ::frugal::kernels::cpu::__VA_ARGS__(                                          \
+        std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...);              \
   }
 #else
-#define FRUGAL_KERNEL(device, ...)                                               \
-  [&](auto&&... frugal_kernel_args) {                                            \
-    return ::frugal::kernels::cpu::__VA_ARGS__(                                  \
-        std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...);      \
+#define FRUGAL_KERNEL(device, ...)                                          \
+  [&](auto&&... frugal_kernel_args) {                                       \
+    return ::frugal::kernels::cpu::__VA_ARGS__(                             \
+        std::forward<decltype(frugal_kernel_args)>(frugal_kernel_args)...); \
   }
 #endif

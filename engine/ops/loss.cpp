@@ -5,8 +5,8 @@
 #include "engine/autograd/record.h"
 #include "engine/dispatch.h"
 #include "engine/ops/autocast_call.h"
-#include "engine/ops/factory.h"
 #include "engine/ops/elementwise_common.h"
+#include "engine/ops/factory.h"
 #include "engine/ops/kernels.h"
 
 namespace frugal {
@@ -19,9 +19,12 @@ namespace {
 
 cpu::Reduction kernel_reduction(Reduction r) {
   switch (r) {
-    case Reduction::None: return cpu::Reduction::None;
-    case Reduction::Sum: return cpu::Reduction::Sum;
-    default: return cpu::Reduction::Mean;
+    case Reduction::None:
+      return cpu::Reduction::None;
+    case Reduction::Sum:
+      return cpu::Reduction::Sum;
+    default:
+      return cpu::Reduction::Mean;
   }
 }
 
@@ -35,8 +38,10 @@ void check_loss_args(const Tensor& input, const Tensor& target, const LossOption
                    shape_string(target.sizes()));
   detail::check_same_device(input, target, op);
   if (o.weight.defined()) detail::check_same_device(input, o.weight, op);
-  FRUGAL_CHECK(target.dtype() == kInt64, std::string(op) + ": expected int64 class indices as "
-                                             "target, got " + dtype_name(target.dtype()));
+  FRUGAL_CHECK(target.dtype() == kInt64, std::string(op) +
+                                             ": expected int64 class indices as "
+                                             "target, got " +
+                                             dtype_name(target.dtype()));
   if (o.weight.defined())
     FRUGAL_CHECK(o.weight.dim() == 1 && o.weight.size(0) == input.size(1) &&
                      o.weight.dtype() == input.dtype(),
@@ -54,9 +59,9 @@ Tensor loss_output(const Tensor& input, Reduction r) {
 
 Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOptions& o) {
   if (autocast::should_apply(input_.device()))
-    return autocast::call(autocast::Op::kCrossEntropy, input_.device(),
-                          [&](const Tensor& x, const Tensor& t) { return cross_entropy(x, t, o); },
-                          input_, target_);
+    return autocast::call(
+        autocast::Op::kCrossEntropy, input_.device(),
+        [&](const Tensor& x, const Tensor& t) { return cross_entropy(x, t, o); }, input_, target_);
   check_loss_args(input_, target_, o, "cross_entropy");
   const Tensor input = input_.contiguous(), target = target_.contiguous();
   const Tensor weight = o.weight.defined() ? o.weight.contiguous() : Tensor();
@@ -90,9 +95,9 @@ Tensor cross_entropy(const Tensor& input_, const Tensor& target_, const LossOpti
 
 Tensor nll_loss(const Tensor& input_, const Tensor& target_, const LossOptions& o) {
   if (autocast::should_apply(input_.device()))
-    return autocast::call(autocast::Op::kNllLoss, input_.device(),
-                          [&](const Tensor& x, const Tensor& t) { return nll_loss(x, t, o); },
-                          input_, target_);
+    return autocast::call(
+        autocast::Op::kNllLoss, input_.device(),
+        [&](const Tensor& x, const Tensor& t) { return nll_loss(x, t, o); }, input_, target_);
   check_loss_args(input_, target_, o, "nll_loss");
   const Tensor input = input_.contiguous(), target = target_.contiguous();
   const Tensor weight = o.weight.defined() ? o.weight.contiguous() : Tensor();

@@ -10,8 +10,8 @@
 #include "engine/ops/copy.h"
 #include "engine/ops/elementwise_common.h"
 #include "engine/ops/factory.h"
-#include "engine/ops/reduce.h"
 #include "engine/ops/kernels.h"
+#include "engine/ops/reduce.h"
 
 namespace frugal {
 
@@ -53,9 +53,10 @@ GemmOperand gemm_operand(const Tensor& t, bool batched) {
 
 void check_matrix_dtypes(const Tensor& a, const Tensor& b, const char* op) {
   detail::check_same_device(a, b, op);
-  FRUGAL_CHECK(a.dtype() == b.dtype(), std::string(op) + ": expected both operands to have one "
-                                           "dtype, got " + dtype_name(a.dtype()) + " and " +
-                                           dtype_name(b.dtype()));
+  FRUGAL_CHECK(a.dtype() == b.dtype(), std::string(op) +
+                                           ": expected both operands to have one "
+                                           "dtype, got " +
+                                           dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
 }
 
 // out [B?, n, p] = a [B?, n, m] x b [B?, m, p] (or += into out with accumulate), no autograd.
@@ -70,14 +71,11 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b, bool batched
     const T* bp = static_cast<const T*>(gb.storage.data_ptr());
     T* cp = out.data_ptr<T>();
     const std::int64_t ldc = std::max<std::int64_t>(p, 1);
-    if (batched)
-      FRUGAL_KERNEL(out.device(), gemm_batched<T>)
-      (ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld, ga.batch_stride, bp, gb.ld,
-       gb.batch_stride, T(static_cast<float>(beta)), cp, ldc, n * p);
-    else
-      FRUGAL_KERNEL(out.device(), gemm<T>)
-      (ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp, gb.ld, T(static_cast<float>(beta)), cp,
-       ldc);
+    if (batched) FRUGAL_KERNEL(out.device(), gemm_batched<T>)
+    (ga.trans, gb.trans, batch, n, p, m, T(1.0f), ap, ga.ld, ga.batch_stride, bp, gb.ld,
+     gb.batch_stride, T(static_cast<float>(beta)), cp, ldc, n * p);
+    else FRUGAL_KERNEL(out.device(), gemm<T>)(ga.trans, gb.trans, n, p, m, T(1.0f), ap, ga.ld, bp,
+                                              gb.ld, T(static_cast<float>(beta)), cp, ldc);
   });
 }
 
@@ -99,20 +97,20 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (autocast::should_apply(a.device()))
     return autocast::call(
         autocast::Op::kMm, a.device(), [&](auto&&... a) { return mm(a...); }, a, b);
-  FRUGAL_CHECK(a.dim() == 2 && b.dim() == 2,
-               "mm: expected two matrices, got shapes " + shape_string(a.sizes()) + " and " +
-                   shape_string(b.sizes()));
+  FRUGAL_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected two matrices, got shapes " +
+                                                 shape_string(a.sizes()) + " and " +
+                                                 shape_string(b.sizes()));
   FRUGAL_CHECK(a.size(1) == b.size(0), "mm: shapes " + shape_string(a.sizes()) + " and " +
                                            shape_string(b.sizes()) + " cannot be multiplied (" +
-                                           std::to_string(a.size(1)) + " != " +
-                                           std::to_string(b.size(0)) + ")");
+                                           std::to_string(a.size(1)) +
+                                           " != " + std::to_string(b.size(0)) + ")");
   check_matrix_dtypes(a, b, "mm");
   Tensor out = mm_no_grad(a, b);
   if (autograd::needs_grad(a, b)) {
     autograd::record(out, "mm", {a, b},
                      [sa = save(autograd::requires_grad(b) ? a : Tensor(), "mm"),
-                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "mm")](
-                         const Tensor& g, InputGrads& gi) {
+                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "mm")](const Tensor& g,
+                                                                                  InputGrads& gi) {
                        if (gi.needs(0)) gi[0] = mm_no_grad(g, sb.unpack().t());
                        if (gi.needs(1)) gi[1] = mm_no_grad(sa.unpack().t(), g);
                      });
@@ -124,9 +122,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (autocast::should_apply(a.device()))
     return autocast::call(
         autocast::Op::kBmm, a.device(), [&](auto&&... a) { return bmm(a...); }, a, b);
-  FRUGAL_CHECK(a.dim() == 3 && b.dim() == 3,
-               "bmm: expected two 3-d tensors, got shapes " + shape_string(a.sizes()) + " and " +
-                   shape_string(b.sizes()));
+  FRUGAL_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected two 3-d tensors, got shapes " +
+                                                 shape_string(a.sizes()) + " and " +
+                                                 shape_string(b.sizes()));
   FRUGAL_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1),
                "bmm: shapes " + shape_string(a.sizes()) + " and " + shape_string(b.sizes()) +
                    " cannot be multiplied");
@@ -135,8 +133,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (autograd::needs_grad(a, b)) {
     autograd::record(out, "bmm", {a, b},
                      [sa = save(autograd::requires_grad(b) ? a : Tensor(), "bmm"),
-                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "bmm")](
-                         const Tensor& g, InputGrads& gi) {
+                      sb = save(autograd::requires_grad(a) ? b : Tensor(), "bmm")](const Tensor& g,
+                                                                                   InputGrads& gi) {
                        if (gi.needs(0)) gi[0] = bmm_no_grad(g, sb.unpack().transpose(1, 2));
                        if (gi.needs(1)) gi[1] = bmm_no_grad(sa.unpack().transpose(1, 2), g);
                      });
@@ -172,9 +170,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const IntArrayRef batch_b(b.sizes().data(), static_cast<std::size_t>(db - 2));
   DimVector batch = broadcast_shapes(batch_a, batch_b, "matmul");
   DimVector sa = batch, sb = batch, out_sizes = batch;
-  sa.push_back(n); sa.push_back(m);
-  sb.push_back(m); sb.push_back(p);
-  out_sizes.push_back(n); out_sizes.push_back(p);
+  sa.push_back(n);
+  sa.push_back(m);
+  sb.push_back(m);
+  sb.push_back(p);
+  out_sizes.push_back(n);
+  out_sizes.push_back(p);
   const Tensor a3 = a.expand(sa).reshape({-1, n, m});
   const Tensor b3 = b.expand(sb).reshape({-1, m, p});
   return bmm(a3, b3).view(out_sizes);
@@ -211,16 +212,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_sizes.back() = out_features;
   if (x.dim() != 2) out = out.view(out_sizes);
   if (autograd::needs_grad(x, weight, bias)) {
-    autograd::record(out, "linear", {x, weight, bias},
-                     [sx = save(autograd::requires_grad(weight) ? x : Tensor(), "linear"),
-                      sw = save(autograd::requires_grad(x) ? weight : Tensor(), "linear"),
-                      x_sizes = DimVector(x.sizes()), in = weight.size(1)](
-                         const Tensor& g, InputGrads& gi) {
-                       const Tensor g2 = g.reshape({-1, g.size(-1)});
-                       if (gi.needs(0)) gi[0] = mm_no_grad(g2, sw.unpack()).view(x_sizes);
-                       if (gi.needs(1)) gi[1] = mm_no_grad(g2.t(), sx.unpack().reshape({-1, in}));
-                       if (gi.needs(2)) gi[2] = sum(g2, {0});
-                     });
+    autograd::record(
+        out, "linear", {x, weight, bias},
+        [sx = save(autograd::requires_grad(weight) ? x : Tensor(), "linear"),
+         sw = save(autograd::requires_grad(x) ? weight : Tensor(), "linear"),
+         x_sizes = DimVector(x.sizes()), in = weight.size(1)](const Tensor& g, InputGrads& gi) {
+          const Tensor g2 = g.reshape({-1, g.size(-1)});
+          if (gi.needs(0)) gi[0] = mm_no_grad(g2, sw.unpack()).view(x_sizes);
+          if (gi.needs(1)) gi[1] = mm_no_grad(g2.t(), sx.unpack().reshape({-1, in}));
+          if (gi.needs(2)) gi[2] = sum(g2, {0});
+        });
   }
   return out;
 }

@@ -27,11 +27,18 @@ cpu::Pool2dParams pool_params(const Tensor& input, Int2 kernel, std::optional<In
   check_4d(input, average ? "avg_pool2d" : "max_pool2d");
   const Int2 s = stride.value_or(kernel);
   cpu::Pool2dParams p;
-  p.N = input.size(0); p.C = input.size(1); p.H = input.size(2); p.W = input.size(3);
-  p.kH = kernel[0]; p.kW = kernel[1];
-  p.stride_h = s[0]; p.stride_w = s[1];
-  p.pad_h = padding[0]; p.pad_w = padding[1];
-  p.dilation_h = dilation[0]; p.dilation_w = dilation[1];
+  p.N = input.size(0);
+  p.C = input.size(1);
+  p.H = input.size(2);
+  p.W = input.size(3);
+  p.kH = kernel[0];
+  p.kW = kernel[1];
+  p.stride_h = s[0];
+  p.stride_w = s[1];
+  p.pad_h = padding[0];
+  p.pad_w = padding[1];
+  p.dilation_h = dilation[0];
+  p.dilation_w = dilation[1];
   p.ceil_mode = ceil_mode;
   cpu::validate_pool2d(p, average);
   return p;
@@ -94,8 +101,12 @@ Tensor avg_pool2d(const Tensor& input_, Int2 kernel_size, std::optional<Int2> st
 Tensor adaptive_avg_pool2d(const Tensor& input_, Int2 output_size) {
   check_4d(input_, "adaptive_avg_pool2d");
   cpu::AdaptivePool2dParams p;
-  p.N = input_.size(0); p.C = input_.size(1); p.H = input_.size(2); p.W = input_.size(3);
-  p.out_h = output_size[0]; p.out_w = output_size[1];
+  p.N = input_.size(0);
+  p.C = input_.size(1);
+  p.H = input_.size(2);
+  p.W = input_.size(3);
+  p.out_h = output_size[0];
+  p.out_w = output_size[1];
   cpu::validate_adaptive_pool2d(p);
   const Tensor input = input_.contiguous();
   Tensor out = empty({p.N, p.C, p.out_h, p.out_w}, input.options());

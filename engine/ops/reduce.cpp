@@ -50,8 +50,10 @@ std::uint32_t reduce_mask(const Tensor& x, IntArrayRef dims, const char* op) {
 DimVector reduced_sizes(const Tensor& x, std::uint32_t mask, bool keepdim) {
   DimVector out;
   for (int d = 0; d < x.dim(); ++d) {
-    if (!(mask & cpu::dim_bit(d))) out.push_back(x.sizes()[static_cast<std::size_t>(d)]);
-    else if (keepdim) out.push_back(1);
+    if (!(mask & cpu::dim_bit(d)))
+      out.push_back(x.sizes()[static_cast<std::size_t>(d)]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -86,8 +88,9 @@ Tensor sum_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
     (x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<cpu::sum_t<T>>());
   });
   if (autograd::needs_grad(x)) {
-    autograd::record(out, "sum", {x}, [u = Unreduce{DimVector(x.sizes()), mask, keepdim}](
-                                          const Tensor& g, InputGrads& gi) { gi[0] = u(g); });
+    autograd::record(out, "sum", {x},
+                     [u = Unreduce{DimVector(x.sizes()), mask, keepdim}](
+                         const Tensor& g, InputGrads& gi) { gi[0] = u(g); });
   }
   return out;
 }
@@ -98,11 +101,10 @@ Tensor mean_impl(const Tensor& x, std::uint32_t mask, bool keepdim) {
     FRUGAL_KERNEL(x.device(), mean<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
-    autograd::record(out, "mean", {x},
-                     [u = Unreduce{DimVector(x.sizes()), mask, keepdim},
-                      n = reduced_count(x, mask)](const Tensor& g, InputGrads& gi) {
-                       gi[0] = u(div(g, static_cast<double>(n)));
-                     });
+    autograd::record(
+        out, "mean", {x},
+        [u = Unreduce{DimVector(x.sizes()), mask, keepdim}, n = reduced_count(x, mask)](
+            const Tensor& g, InputGrads& gi) { gi[0] = u(div(g, static_cast<double>(n))); });
   }
   return out;
 }
@@ -113,7 +115,8 @@ Tensor extreme_all(const Tensor& x, bool is_max) {
   const char* name = is_max ? "max" : "min";
   FRUGAL_CHECK(x.numel() > 0, std::string(name) +
                                   "(): expected a non-empty tensor; reduce over a dim instead, or "
-                                  "check the input of shape " + shape_string(x.sizes()));
+                                  "check the input of shape " +
+                                  shape_string(x.sizes()));
   Tensor out = empty({}, x.options());
   const std::uint32_t mask = reduce_mask(x, {}, name);
   dispatch_all(x.dtype(), name, [&]<class T>() {
@@ -123,11 +126,11 @@ Tensor extreme_all(const Tensor& x, bool is_max) {
       FRUGAL_KERNEL(x.device(), amin<T>)(x.data_ptr<T>(), strided_dims(x), mask, out.data_ptr<T>());
   });
   if (autograd::needs_grad(x)) {
-    autograd::record(out, name, {x}, [sx = save(x, name), so = save(out, name)](
-                                         const Tensor& g, InputGrads& gi) {
-      const Tensor hit = eq(sx.unpack(), so.unpack()).to(g.dtype());
-      gi[0] = mul(hit, div(g, sum(hit)));
-    });
+    autograd::record(out, name, {x},
+                     [sx = save(x, name), so = save(out, name)](const Tensor& g, InputGrads& gi) {
+                       const Tensor hit = eq(sx.unpack(), so.unpack()).to(g.dtype());
+                       gi[0] = mul(hit, div(g, sum(hit)));
+                     });
   }
   return out;
 }
@@ -176,8 +179,10 @@ ValuesIndices extreme_dim(const Tensor& x, std::int64_t dim, bool keepdim, bool 
   dispatch_all(x.dtype(), name, [&]<class T>() {
     const auto args = std::make_tuple(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d,
                                       r.values.data_ptr<T>(), r.indices.data_ptr<std::int64_t>());
-    if (is_max) std::apply(FRUGAL_KERNEL(x.device(), max_with_indices<T>), args);
-    else std::apply(FRUGAL_KERNEL(x.device(), min_with_indices<T>), args);
+    if (is_max)
+      std::apply(FRUGAL_KERNEL(x.device(), max_with_indices<T>), args);
+    else
+      std::apply(FRUGAL_KERNEL(x.device(), min_with_indices<T>), args);
   });
   if (autograd::needs_grad(x)) {
     autograd::record(r.values, name, {x},
@@ -198,8 +203,10 @@ Tensor arg_extreme(const Tensor& x, std::int64_t dim, bool keepdim, bool is_max)
   dispatch_all(x.dtype(), name, [&]<class T>() {
     const auto args = std::make_tuple(x.data_ptr<T>(), strided_dims(x), x.dim() == 0 ? 0 : d,
                                       out.data_ptr<std::int64_t>());
-    if (is_max) std::apply(FRUGAL_KERNEL(x.device(), argmax<T>), args);
-    else std::apply(FRUGAL_KERNEL(x.device(), argmin<T>), args);
+    if (is_max)
+      std::apply(FRUGAL_KERNEL(x.device(), argmax<T>), args);
+    else
+      std::apply(FRUGAL_KERNEL(x.device(), argmin<T>), args);
   });
   return out;
 }
@@ -210,9 +217,12 @@ struct SoftmaxShape {
   SoftmaxShape(const Tensor& x, int d) {
     for (int i = 0; i < x.dim(); ++i) {
       const std::int64_t s = x.sizes()[static_cast<std::size_t>(i)];
-      if (i < d) outer *= s;
-      else if (i == d) dim = s;
-      else inner *= s;
+      if (i < d)
+        outer *= s;
+      else if (i == d)
+        dim = s;
+      else
+        inner *= s;
     }
   }
 };
@@ -226,8 +236,10 @@ Tensor softmax_impl(const Tensor& input, std::int64_t dim, bool log) {
   Tensor out = empty(x.sizes(), x.options());
   dispatch_floating(x.dtype(), name, [&]<class T>() {
     const auto args = std::make_tuple(x.data_ptr<T>(), out.data_ptr<T>(), s.outer, s.dim, s.inner);
-    if (log) std::apply(FRUGAL_KERNEL(x.device(), log_softmax<T>), args);
-    else std::apply(FRUGAL_KERNEL(x.device(), softmax<T>), args);
+    if (log)
+      std::apply(FRUGAL_KERNEL(x.device(), log_softmax<T>), args);
+    else
+      std::apply(FRUGAL_KERNEL(x.device(), softmax<T>), args);
   });
   if (autograd::needs_grad(input)) {
     // Both backwards need only the output: the input can be freed by its owner.
@@ -260,8 +272,8 @@ Tensor sum(const Tensor& x) {
 }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kSum, x.device(),
-                          [&](const Tensor& a) { return sum(a, dims, keepdim); }, x);
+    return autocast::call(
+        autocast::Op::kSum, x.device(), [&](const Tensor& a) { return sum(a, dims, keepdim); }, x);
   return sum_impl(x, reduce_mask(x, dims, "sum"), keepdim);
 }
 Tensor mean(const Tensor& x) {
@@ -272,15 +284,17 @@ Tensor mean(const Tensor& x) {
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kMean, x.device(),
-                          [&](const Tensor& a) { return mean(a, dims, keepdim); }, x);
+    return autocast::call(
+        autocast::Op::kMean, x.device(), [&](const Tensor& a) { return mean(a, dims, keepdim); },
+        x);
   return mean_impl(x, reduce_mask(x, dims, "mean"), keepdim);
 }
 
 Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kVar, x.device(),
-                          [&](const Tensor& a) { return var(a, dims, unbiased, keepdim); }, x);
+    return autocast::call(
+        autocast::Op::kVar, x.device(),
+        [&](const Tensor& a) { return var(a, dims, unbiased, keepdim); }, x);
   const std::uint32_t mask = reduce_mask(x, dims, "var");
   const double correction = unbiased ? 1.0 : 0.0;
   Tensor out = empty(reduced_sizes(x, mask, keepdim), x.options());
@@ -319,14 +333,15 @@ Tensor argmin(const Tensor& x, std::int64_t dim, bool keepdim) {
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kSoftmax, x.device(),
-                          [dim](const Tensor& a) { return softmax(a, dim); }, x);
+    return autocast::call(
+        autocast::Op::kSoftmax, x.device(), [dim](const Tensor& a) { return softmax(a, dim); }, x);
   return softmax_impl(x, dim, false);
 }
 Tensor log_softmax(const Tensor& x, std::int64_t dim) {
   if (autocast::should_apply(x.device()))
-    return autocast::call(autocast::Op::kLogSoftmax, x.device(),
-                          [dim](const Tensor& a) { return log_softmax(a, dim); }, x);
+    return autocast::call(
+        autocast::Op::kLogSoftmax, x.device(),
+        [dim](const Tensor& a) { return log_softmax(a, dim); }, x);
   return softmax_impl(x, dim, true);
 }
 

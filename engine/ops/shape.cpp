@@ -119,9 +119,8 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
   std::swap(strides[d0], strides[d1]);
   Tensor out = make_view(*this, sizes, strides, storage_offset());
   if (autograd::needs_grad(*this))
-    autograd::record(out, "transpose", {*this}, [d0, d1](const Tensor& g, InputGrads& gi) {
-      gi[0] = g.transpose(d0, d1);
-    });
+    autograd::record(out, "transpose", {*this},
+                     [d0, d1](const Tensor& g, InputGrads& gi) { gi[0] = g.transpose(d0, d1); });
   return out;
 }
 
@@ -139,8 +138,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const int d = wrap_dim(dims[i], dim(), "permute");
-    FRUGAL_CHECK(!seen[static_cast<std::size_t>(d)], "permute: dimension " + std::to_string(d) +
-                                                         " repeats in " + shape_string(dims));
+    FRUGAL_CHECK(!seen[static_cast<std::size_t>(d)],
+                 "permute: dimension " + std::to_string(d) + " repeats in " + shape_string(dims));
     seen[static_cast<std::size_t>(d)] = true;
     sizes[i] = this->sizes()[static_cast<std::size_t>(d)];
     strides[i] = this->strides()[static_cast<std::size_t>(d)];
@@ -148,9 +147,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   }
   Tensor out = make_view(*this, sizes, strides, storage_offset());
   if (autograd::needs_grad(*this))
-    autograd::record(out, "permute", {*this}, [inverse](const Tensor& g, InputGrads& gi) {
-      gi[0] = g.permute(inverse);
-    });
+    autograd::record(out, "permute", {*this},
+                     [inverse](const Tensor& g, InputGrads& gi) { gi[0] = g.permute(inverse); });
   return out;
 }
 
@@ -285,8 +283,8 @@ Tensor Tensor::unsqueeze(std::int64_t dim) const {
 Tensor Tensor::flatten(std::int64_t start_dim, std::int64_t end_dim) const {
   if (dim() == 0) return reshape({1});
   const int s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
-  FRUGAL_CHECK(s <= e, "flatten: start_dim " + std::to_string(start_dim) +
-                           " comes after end_dim " + std::to_string(end_dim));
+  FRUGAL_CHECK(s <= e, "flatten: start_dim " + std::to_string(start_dim) + " comes after end_dim " +
+                           std::to_string(end_dim));
   DimVector sizes;
   for (int d = 0; d < s; ++d) sizes.push_back(this->sizes()[static_cast<std::size_t>(d)]);
   std::int64_t merged = 1;

@@ -38,7 +38,8 @@ Tensor gather_rows(const Tensor& src, const std::int64_t* indices, std::int64_t 
 
 // Test-set accuracy, each rank on its contiguous slice of the test set (no padding, so no
 // image counts twice), the correct counts summed over the ranks.
-double evaluate(nn::Module& model, const data::MnistDataset& test, distributed::ProcessGroup& group) {
+double evaluate(nn::Module& model, const data::MnistDataset& test,
+                distributed::ProcessGroup& group) {
   model.eval();
   InferenceMode no_graph;
   const std::int64_t n = test.size(), begin = n * group.rank() / group.size(),
@@ -67,7 +68,8 @@ int run(int argc, char** argv) {
                   "batch-size / world-size images per step and gradients are averaged.");
   cli.option("data", "DIR", "Fashion-MNIST idx files", data::kDefaultFashionMnistDir);
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
-  cli.option("batch-size", "N", "global batch over all ranks (a multiple of the world size)", "256");
+  cli.option("batch-size", "N", "global batch over all ranks (a multiple of the world size)",
+             "256");
   cli.option("epochs", "N", "passes over the training set", "1");
   cli.option("max-steps", "N", "stop after N optimizer steps (0: no limit)", "0");
   cli.option("lr", "X", "SGD learning rate", "0.05");
@@ -94,8 +96,9 @@ int run(int argc, char** argv) {
   manual_seed(seed + static_cast<std::uint64_t>(rank));  // DDP's broadcast makes them equal
   distributed::DistributedDataParallel model(nn::make_model(cli.get("model")),
                                              {.bucket_cap_mb = cli.get_double("bucket-cap-mb")});
-  optim::SGD optimizer(model.parameters(),
-                       optim::SGDOptions(cli.get_double("lr")).momentum(cli.get_double("momentum")));
+  optim::SGD optimizer(
+      model.parameters(),
+      optim::SGDOptions(cli.get_double("lr")).momentum(cli.get_double("momentum")));
   data::DistributedSampler sampler(train.size(), world, rank, {.shuffle = true, .seed = seed});
   const std::int64_t steps_per_epoch = sampler.size() / local_batch;
   const std::int64_t total_steps =
@@ -104,7 +107,8 @@ int run(int argc, char** argv) {
   // From here the peak is training's: weights, buckets, optimizer state, batches, activations.
   alloc::cpu_allocator().reset_peak_memory_stats();
   const auto before_training = static_cast<std::int64_t>(alloc::cpu_allocator().memory_allocated());
-  ProgressBar bar(rank == 0 ? "train" : "", rank == 0 ? static_cast<std::uint64_t>(total_steps) : 0);
+  ProgressBar bar(rank == 0 ? "train" : "",
+                  rank == 0 ? static_cast<std::uint64_t>(total_steps) : 0);
   const auto t0 = std::chrono::steady_clock::now();
   std::int64_t step = 0;
   double last_loss = 0, loss_sum = 0;
@@ -125,11 +129,13 @@ int run(int argc, char** argv) {
       group.all_reduce(global_loss, distributed::ReduceOp::AVG);
       last_loss = global_loss.item<double>();
       loss_sum += last_loss;
-      if (rank == 0) bar.update(static_cast<std::uint64_t>(step + 1), "loss " + std::to_string(last_loss));
+      if (rank == 0)
+        bar.update(static_cast<std::uint64_t>(step + 1), "loss " + std::to_string(last_loss));
     }
   }
   if (rank == 0) bar.finish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Training's peak, before evaluation's larger batches could raise it.
   const std::int64_t train_peak = peak_allocated();
   const double accuracy = evaluate(model, test, group);
@@ -143,23 +149,23 @@ int run(int argc, char** argv) {
   for (int r = 0; r < world; ++r) {
     group.barrier();  // ranks print in order
     if (r == rank)
-      std::printf("rank %d/%d: batch %lld, peak allocated %s (%s above the %s held before the "
-                  "first step: data sets, model, buckets %s in %zu), last loss %.4f\n",
-                  rank, world, static_cast<long long>(local_batch),
-                  format_bytes(train_peak).c_str(),
-                  format_bytes(train_peak - before_training).c_str(),
-                  format_bytes(before_training).c_str(),
-                  format_bytes(static_cast<std::int64_t>(model.bucket_bytes())).c_str(),
-                  model.bucket_count(), last_loss);
+      std::printf(
+          "rank %d/%d: batch %lld, peak allocated %s (%s above the %s held before the "
+          "first step: data sets, model, buckets %s in %zu), last loss %.4f\n",
+          rank, world, static_cast<long long>(local_batch), format_bytes(train_peak).c_str(),
+          format_bytes(train_peak - before_training).c_str(), format_bytes(before_training).c_str(),
+          format_bytes(static_cast<std::int64_t>(model.bucket_bytes())).c_str(),
+          model.bucket_count(), last_loss);
     std::fflush(stdout);
   }
   group.barrier();
   if (rank == 0) {
     const double images_per_s = static_cast<double>(step * global_batch) / seconds;
-    std::printf("%lld steps of global batch %lld on %d ranks: mean loss %.4f, %.0f images/s, "
-                "test accuracy %.4f\n",
-                static_cast<long long>(step), static_cast<long long>(global_batch), world,
-                step ? loss_sum / static_cast<double>(step) : 0.0, images_per_s, accuracy);
+    std::printf(
+        "%lld steps of global batch %lld on %d ranks: mean loss %.4f, %.0f images/s, "
+        "test accuracy %.4f\n",
+        static_cast<long long>(step), static_cast<long long>(global_batch), world,
+        step ? loss_sum / static_cast<double>(step) : 0.0, images_per_s, accuracy);
     if (cli.has("metrics-json")) {
       JsonWriter json;
       json.field("model", cli.get("model"));

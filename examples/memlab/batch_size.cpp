@@ -58,8 +58,9 @@ int batch_size_lab(int argc, char** argv) {
       static_cast<std::int64_t>(static_cast<double>(in_use) + capacity_mib * 1024 * 1024);
   const nn::BatchSizeResult fit = nn::find_batch_size(*model, sgd_factory(), {1, 28, 28}, capacity);
 
-  Report report("batch-size", cli.get("model") + ": peak allocated of one training step vs batch, "
-                                                 "finder's prediction (a + b x batch) vs measured");
+  Report report("batch-size", cli.get("model") +
+                                  ": peak allocated of one training step vs batch, "
+                                  "finder's prediction (a + b x batch) vs measured");
   report.columns({"batch", "measured peak", "predicted peak", "error", "within 5%"});
   double worst = 0;
   for (const std::int64_t b : batches) {

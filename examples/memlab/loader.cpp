@@ -71,7 +71,7 @@ struct LoaderRun {
   double images_per_sec = 0;  // median over the epochs
   double pixel_sum = 0;       // of every batch of the last epoch
   std::int64_t images = 0;
-  std::int64_t rss = 0;       // after the run
+  std::int64_t rss = 0;  // after the run
 };
 
 LoaderRun run_loader(std::shared_ptr<const data::Dataset> dataset, int workers, bool pinned,

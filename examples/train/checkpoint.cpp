@@ -110,10 +110,14 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
   s.rng_offset = static_cast<std::uint64_t>(parse_int(meta, "rng_offset", path));
   nn::NamedTensors model_state, optimizer_state, scaler_state;
   for (const auto& [name, t] : file.tensors) {
-    if (name.rfind("model.", 0) == 0) model_state.emplace_back(name.substr(6), t);
-    else if (name.rfind("optimizer.", 0) == 0) optimizer_state.emplace_back(name.substr(10), t);
-    else if (name.rfind("scaler.", 0) == 0) scaler_state.emplace_back(name.substr(7), t);
-    else throw Error(path + ": unexpected tensor '" + name + "' in a frugal-train checkpoint");
+    if (name.rfind("model.", 0) == 0)
+      model_state.emplace_back(name.substr(6), t);
+    else if (name.rfind("optimizer.", 0) == 0)
+      optimizer_state.emplace_back(name.substr(10), t);
+    else if (name.rfind("scaler.", 0) == 0)
+      scaler_state.emplace_back(name.substr(7), t);
+    else
+      throw Error(path + ": unexpected tensor '" + name + "' in a frugal-train checkpoint");
   }
   model.load_state_dict(model_state);
   optimizer.load_state_dict(optimizer_state);

@@ -12,14 +12,14 @@
 namespace frugal::train {
 
 struct TrainState {
-  std::string model;              // the --model it was made with
-  std::string optimizer;          // "sgd" or "adamw"
-  std::string lr_schedule;        // "constant" or "cosine"
-  std::string amp = "off";        // "off", "bf16" or "fp16"
-  std::int64_t epoch = 0;         // the epoch in progress (0-based)
-  std::int64_t step_in_epoch = 0; // batches of that epoch already done
+  std::string model;               // the --model it was made with
+  std::string optimizer;           // "sgd" or "adamw"
+  std::string lr_schedule;         // "constant" or "cosine"
+  std::string amp = "off";         // "off", "bf16" or "fp16"
+  std::int64_t epoch = 0;          // the epoch in progress (0-based)
+  std::int64_t step_in_epoch = 0;  // batches of that epoch already done
   std::int64_t global_step = 0;
-  std::uint64_t seed = 0;         // the run's --seed (the loader's order depends on it)
+  std::uint64_t seed = 0;  // the run's --seed (the loader's order depends on it)
   std::uint64_t rng_seed = 0, rng_offset = 0;  // the default generator
 };
 

@@ -59,7 +59,9 @@ class InMemorySource : public DataSource {
       : train_(data::load_mnist(options.path, data::Split::Train)),
         test_(data::load_mnist(options.path, data::Split::Test)),
         loader_(train_.pixels, train_.labels,
-                {.batch_size = options.batch_size, .shuffle = true, .seed = options.seed,
+                {.batch_size = options.batch_size,
+                 .shuffle = true,
+                 .seed = options.seed,
                  .transform = [this](const Tensor& pixels) { return train_.normalize(pixels); }}) {}
   std::string kind() const override { return "idx"; }
   std::int64_t train_size() const override { return train_.size(); }

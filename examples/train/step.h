@@ -14,8 +14,8 @@ namespace frugal::train {
 // --amp: off, or the 16-bit type of autocast. float16 needs loss scaling (its range ends at
 // 65504 and its smallest subnormal is 6e-8); bfloat16 has float32's range and does not.
 struct AmpMode {
-  std::string name = "off";            // "off", "bf16" or "fp16"
-  std::optional<ScalarType> dtype;     // none when off
+  std::string name = "off";         // "off", "bf16" or "fp16"
+  std::optional<ScalarType> dtype;  // none when off
   bool enabled() const { return dtype.has_value(); }
   bool needs_scaler() const { return dtype == kFloat16; }
 };

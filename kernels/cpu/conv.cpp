@@ -21,8 +21,8 @@ constexpr bool kNative = std::is_same_v<T, float> || std::is_same_v<T, double>;
 std::string describe(const Conv2dParams& p) {
   auto s = [](std::int64_t v) { return std::to_string(v); };
   return "input [" + s(p.N) + ", " + s(p.C) + ", " + s(p.H) + ", " + s(p.W) + "], " + s(p.O) +
-         " output channels, kernel " + s(p.kH) + "x" + s(p.kW) + ", stride " + s(p.stride_h) +
-         "x" + s(p.stride_w) + ", padding " + s(p.pad_h) + "x" + s(p.pad_w) + ", dilation " +
+         " output channels, kernel " + s(p.kH) + "x" + s(p.kW) + ", stride " + s(p.stride_h) + "x" +
+         s(p.stride_w) + ", padding " + s(p.pad_h) + "x" + s(p.pad_w) + ", dilation " +
          s(p.dilation_h) + "x" + s(p.dilation_w) + ", groups " + s(p.groups);
 }
 
@@ -53,8 +53,8 @@ void validate_conv2d(const Conv2dParams& p) {
   } else if (p.out_h() < 1 || p.out_w() < 1) {
     problem = "the (dilated) kernel is larger than the padded input";
   }
-  FRUGAL_CHECK(problem == nullptr, std::string("conv2d: ") + (problem ? problem : "") + " (" +
-                                       describe(p) + ")");
+  FRUGAL_CHECK(problem == nullptr,
+               std::string("conv2d: ") + (problem ? problem : "") + " (" + describe(p) + ")");
 }
 
 template <class T>
@@ -93,8 +93,7 @@ Workspace::Workspace(const Layout& layout, void* base, std::size_t bytes, std::i
   const auto address = reinterpret_cast<std::uintptr_t>(base);
   base_ = static_cast<char*>(base) + (kAlign - address % kAlign) % kAlign;
   std::int64_t fit = threads;
-  if (per_slot_ > 0)
-    fit = static_cast<std::int64_t>((bytes - kAlign - shared_) / per_slot_);
+  if (per_slot_ > 0) fit = static_cast<std::int64_t>((bytes - kAlign - shared_) / per_slot_);
   slots_ = slot_count(units, std::min(threads, fit));
 }
 
@@ -185,14 +184,12 @@ void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T*
       return depthwise_backward_input(p, grad_output, weight, grad_input, workspace,
                                       workspace_bytes);
     case ConvPath::kPointwise:
-      if constexpr (kNative<T>)
-        return pointwise_backward_input(p, grad_output, weight, grad_input);
+      if constexpr (kNative<T>) return pointwise_backward_input(p, grad_output, weight, grad_input);
       break;
     case ConvPath::kShifted:
       return shifted_backward_input(p, grad_output, weight, grad_input, workspace, workspace_bytes);
     case ConvPath::kIm2col:
-      return im2col_backward_input(p, grad_output, weight, grad_input, workspace,
-                                   workspace_bytes);
+      return im2col_backward_input(p, grad_output, weight, grad_input, workspace, workspace_bytes);
   }
 }
 
@@ -207,8 +204,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
                                        workspace_bytes);
     case ConvPath::kPointwise:
       if constexpr (kNative<T>)
-        return pointwise_backward_weight(p, grad_output, input, grad_weight, grad_bias,
-                                         workspace, workspace_bytes);
+        return pointwise_backward_weight(p, grad_output, input, grad_weight, grad_bias, workspace,
+                                         workspace_bytes);
       break;
     case ConvPath::kShifted:
       return shifted_backward_weight(p, grad_output, input, grad_weight, grad_bias, workspace,
@@ -219,17 +216,17 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   }
 }
 
-#define FRUGAL_INSTANTIATE_CONV(T)                                                             \
-  template ConvPath conv2d_path<T>(const Conv2dParams&);                                       \
-  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);            \
-  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);     \
-  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);    \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
-                                  std::size_t);                                                \
-  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,   \
-                                         std::size_t);                                         \
-  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,     \
-                                          void*, std::size_t);
+#define FRUGAL_INSTANTIATE_CONV(T)                                                                \
+  template ConvPath conv2d_path<T>(const Conv2dParams&);                                          \
+  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);               \
+  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);        \
+  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);       \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
+                                  std::size_t);                                                   \
+  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
+                                         std::size_t);                                            \
+  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
+                                          std::size_t);
 FRUGAL_INSTANTIATE_CONV(float)
 FRUGAL_INSTANTIATE_CONV(double)
 FRUGAL_INSTANTIATE_CONV(Half)

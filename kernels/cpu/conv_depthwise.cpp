@@ -20,8 +20,18 @@ struct Geometry {
   std::int64_t taps, len;         // kernel taps; flat length of an output plane at pitch Wq
 
   explicit Geometry(const Conv2dParams& p)
-      : H(p.H), W(p.W), OH(p.out_h()), OW(p.out_w()), kH(p.kH), kW(p.kW), sh(p.stride_h),
-        sw(p.stride_w), dh(p.dilation_h), dw(p.dilation_w), ph(p.pad_h), pw(p.pad_w) {
+      : H(p.H),
+        W(p.W),
+        OH(p.out_h()),
+        OW(p.out_w()),
+        kH(p.kH),
+        kW(p.kW),
+        sh(p.stride_h),
+        sw(p.stride_w),
+        dh(p.dilation_h),
+        dw(p.dilation_w),
+        ph(p.pad_h),
+        pw(p.pad_w) {
     reach_h = (kH - 1) * dh / sh;
     reach_w = (kW - 1) * dw / sw;
     Wq = OW + reach_w;
@@ -249,7 +259,6 @@ Layout depthwise_backward_weight_layout(const Conv2dParams& p) {
   return backward_weight_plan<T>(p).layout;
 }
 
-
 template <class T>
 void depthwise_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
                        T* output, void* wsp, std::size_t bytes) {
@@ -364,15 +373,15 @@ void depthwise_backward_weight(const Conv2dParams& p, const T* grad_output, cons
   });
 }
 
-#define FRUGAL_INSTANTIATE_DEPTHWISE(T)                                                        \
-  template Layout depthwise_forward_layout<T>(const Conv2dParams&);                            \
-  template Layout depthwise_backward_input_layout<T>(const Conv2dParams&);                     \
-  template Layout depthwise_backward_weight_layout<T>(const Conv2dParams&);                    \
-  template void depthwise_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*,    \
-                                     void*, std::size_t);                                      \
-  template void depthwise_backward_input<T>(const Conv2dParams&, const T*, const T*, T*,       \
-                                            void*, std::size_t);                               \
-  template void depthwise_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, \
+#define FRUGAL_INSTANTIATE_DEPTHWISE(T)                                                            \
+  template Layout depthwise_forward_layout<T>(const Conv2dParams&);                                \
+  template Layout depthwise_backward_input_layout<T>(const Conv2dParams&);                         \
+  template Layout depthwise_backward_weight_layout<T>(const Conv2dParams&);                        \
+  template void depthwise_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
+                                     std::size_t);                                                 \
+  template void depthwise_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,    \
+                                            std::size_t);                                          \
+  template void depthwise_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,      \
                                              void*, std::size_t);
 FRUGAL_INSTANTIATE_DEPTHWISE(float)
 FRUGAL_INSTANTIATE_DEPTHWISE(double)

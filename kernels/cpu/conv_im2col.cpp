@@ -220,8 +220,8 @@ void im2col_forward(const Conv2dParams& p, const T* input, const T* weight, cons
               std::fill(dst + o * ldd, dst + o * ldd + P, static_cast<A>(bias[gi * g.Og + o]));
             beta = 1;
           }
-          gemm<A>(false, false, g.Og, P, g.Kg, A(1), w + gi * g.Og * g.Kg, g.Kg, col, P, beta,
-                  dst, ldd);
+          gemm<A>(false, false, g.Og, P, g.Kg, A(1), w + gi * g.Og * g.Kg, g.Kg, col, P, beta, dst,
+                  ldd);
           if constexpr (kWiden<T>) {
             for (std::int64_t o = 0; o < g.Og; ++o)
               for (std::int64_t j = 0; j < P; ++j)
@@ -322,16 +322,16 @@ void im2col_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   if (grad_bias) sum_slots<double>(ws, plan.bias, p.O, grad_bias);
 }
 
-#define FRUGAL_INSTANTIATE_IM2COL(T)                                                          \
-  template Layout im2col_forward_layout<T>(const Conv2dParams&);                              \
-  template Layout im2col_backward_input_layout<T>(const Conv2dParams&);                       \
-  template Layout im2col_backward_weight_layout<T>(const Conv2dParams&);                      \
-  template void im2col_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*,      \
-                                  void*, std::size_t);                                        \
-  template void im2col_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,  \
-                                         std::size_t);                                        \
-  template void im2col_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,    \
-                                          void*, std::size_t);
+#define FRUGAL_INSTANTIATE_IM2COL(T)                                                              \
+  template Layout im2col_forward_layout<T>(const Conv2dParams&);                                  \
+  template Layout im2col_backward_input_layout<T>(const Conv2dParams&);                           \
+  template Layout im2col_backward_weight_layout<T>(const Conv2dParams&);                          \
+  template void im2col_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
+                                  std::size_t);                                                   \
+  template void im2col_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
+                                         std::size_t);                                            \
+  template void im2col_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
+                                          std::size_t);
 FRUGAL_INSTANTIATE_IM2COL(float)
 FRUGAL_INSTANTIATE_IM2COL(double)
 FRUGAL_INSTANTIATE_IM2COL(Half)

@@ -57,8 +57,7 @@ class Workspace {
   }
   template <class A>
   A* slot(std::int64_t s, std::size_t offset) const {
-    return reinterpret_cast<A*>(base_ + shared_ + static_cast<std::size_t>(s) * per_slot_ +
-                                offset);
+    return reinterpret_cast<A*>(base_ + shared_ + static_cast<std::size_t>(s) * per_slot_ + offset);
   }
 
  private:

@@ -161,13 +161,13 @@ void pointwise_backward_weight(const Conv2dParams& p, const T* grad_output, cons
 }
 
 // Only float and double take this path (16-bit types widen through im2col instead).
-#define FRUGAL_INSTANTIATE_POINTWISE(T)                                                         \
-  template Layout pointwise_forward_layout<T>(const Conv2dParams&);                             \
-  template Layout pointwise_backward_weight_layout<T>(const Conv2dParams&);                     \
-  template void pointwise_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*,     \
-                                     void*, std::size_t);                                       \
-  template void pointwise_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);       \
-  template void pointwise_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, \
+#define FRUGAL_INSTANTIATE_POINTWISE(T)                                                            \
+  template Layout pointwise_forward_layout<T>(const Conv2dParams&);                                \
+  template Layout pointwise_backward_weight_layout<T>(const Conv2dParams&);                        \
+  template void pointwise_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
+                                     std::size_t);                                                 \
+  template void pointwise_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);          \
+  template void pointwise_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,      \
                                              void*, std::size_t);
 FRUGAL_INSTANTIATE_POINTWISE(float)
 FRUGAL_INSTANTIATE_POINTWISE(double)

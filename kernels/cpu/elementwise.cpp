@@ -125,15 +125,18 @@ template <class T>
 void unary(UnaryOp op, const StridedLoop& loop, double lo, double hi) {
   using C = compute_t<T>;
   switch (op) {
-    case UnaryOp::Neg: return run_unary<T>(loop, [](C x) { return C(-x); });
+    case UnaryOp::Neg:
+      return run_unary<T>(loop, [](C x) { return C(-x); });
     case UnaryOp::Abs:
       return run_unary<T>(loop, [](C x) { return x < C(0) ? C(-x) : x; });
     case UnaryOp::Relu:  // NaN passes through, as in PyTorch
       return run_unary<T>(loop, [](C x) { return x < C(0) ? C(0) : x; });
-    case UnaryOp::Square: return run_unary<T>(loop, [](C x) { return C(x * x); });
+    case UnaryOp::Square:
+      return run_unary<T>(loop, [](C x) { return C(x * x); });
     case UnaryOp::Sign:
       return run_unary<T>(loop, [](C x) { return C((C(0) < x) - (x < C(0))); });
-    case UnaryOp::Reciprocal: return run_unary<T>(loop, [](C x) { return C(C(1) / x); });
+    case UnaryOp::Reciprocal:
+      return run_unary<T>(loop, [](C x) { return C(C(1) / x); });
     case UnaryOp::Exp:
       return run_unary_vectorised<T>(
           loop, [](const auto& a) { return a.exp(); }, [](C x) { return C(std::exp(x)); });
@@ -176,8 +179,10 @@ void binary(BinaryOp op, const StridedLoop& loop, double alpha, double beta) {
     case BinaryOp::Sub:
       if (alpha == 1) return run_binary<T>(loop, [](C a, C b) { return C(a - b); });
       return run_binary<T>(loop, [=](C a, C b) { return C(a - al * b); });
-    case BinaryOp::Mul: return run_binary<T>(loop, [](C a, C b) { return C(a * b); });
-    case BinaryOp::Div: return run_binary<T>(loop, [](C a, C b) { return C(a / b); });
+    case BinaryOp::Mul:
+      return run_binary<T>(loop, [](C a, C b) { return C(a * b); });
+    case BinaryOp::Div:
+      return run_binary<T>(loop, [](C a, C b) { return C(a / b); });
     case BinaryOp::Pow:
       return run_binary<T>(loop, [](C a, C b) { return static_cast<C>(std::pow(a, b)); });
     case BinaryOp::ReluBackward:
@@ -196,9 +201,8 @@ void binary(BinaryOp op, const StridedLoop& loop, double alpha, double beta) {
     case BinaryOp::ClampBackward: {
       const bool has_lo = !std::isnan(alpha), has_hi = !std::isnan(beta);
       const C l = static_cast<C>(alpha), h = static_cast<C>(beta);
-      return run_binary<T>(loop, [=](C g, C x) {
-        return ((has_lo && x < l) || (has_hi && x > h)) ? C(0) : g;
-      });
+      return run_binary<T>(
+          loop, [=](C g, C x) { return ((has_lo && x < l) || (has_hi && x > h)) ? C(0) : g; });
     }
   }
 }
@@ -215,12 +219,18 @@ void compare(CompareOp op, const StridedLoop& loop) {
         });
   };
   switch (op) {
-    case CompareOp::Eq: return run([](C a, C b) { return a == b; });
-    case CompareOp::Ne: return run([](C a, C b) { return a != b; });
-    case CompareOp::Lt: return run([](C a, C b) { return a < b; });
-    case CompareOp::Le: return run([](C a, C b) { return a <= b; });
-    case CompareOp::Gt: return run([](C a, C b) { return a > b; });
-    case CompareOp::Ge: return run([](C a, C b) { return a >= b; });
+    case CompareOp::Eq:
+      return run([](C a, C b) { return a == b; });
+    case CompareOp::Ne:
+      return run([](C a, C b) { return a != b; });
+    case CompareOp::Lt:
+      return run([](C a, C b) { return a < b; });
+    case CompareOp::Le:
+      return run([](C a, C b) { return a <= b; });
+    case CompareOp::Gt:
+      return run([](C a, C b) { return a > b; });
+    case CompareOp::Ge:
+      return run([](C a, C b) { return a >= b; });
   }
 }
 
@@ -228,9 +238,8 @@ template <class T>
 void where(const StridedLoop& loop) {
   for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i)
-      *reinterpret_cast<T*>(p[0] + i * s[0]) = load<bool>(p[1] + i * s[1])
-                                                   ? load<T>(p[2] + i * s[2])
-                                                   : load<T>(p[3] + i * s[3]);
+      *reinterpret_cast<T*>(p[0] + i * s[0]) =
+          load<bool>(p[1] + i * s[1]) ? load<T>(p[2] + i * s[2]) : load<T>(p[3] + i * s[3]);
   });
 }
 
@@ -260,7 +269,8 @@ void cast(const StridedLoop& loop) {
         return static_cast<Dst>(static_cast<float>(v));
       else if constexpr (std::is_same_v<Dst, Half> || std::is_same_v<Dst, BFloat16>)
         return Dst(static_cast<float>(v));
-      else return static_cast<Dst>(v);
+      else
+        return static_cast<Dst>(v);
     };
     if (s[0] == sizeof(Dst) && s[1] == sizeof(Src)) {
       Dst* out = reinterpret_cast<Dst*>(p[0]);
@@ -286,23 +296,23 @@ void cast(const StridedLoop& loop) {
   X(float) X(double) X(Half) X(BFloat16) X(std::int32_t) X(std::int64_t) X(std::uint8_t)
 #define FRUGAL_ALL_TYPES(X) FRUGAL_NUMERIC_TYPES(X) X(bool)
 
-#define FRUGAL_INSTANTIATE_MATH(T)                                    \
+#define FRUGAL_INSTANTIATE_MATH(T)                                     \
   template void unary<T>(UnaryOp, const StridedLoop&, double, double); \
   template void binary<T>(BinaryOp, const StridedLoop&, double, double);
 FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH)
 
-#define FRUGAL_INSTANTIATE_ANY(T)                             \
-  template void compare<T>(CompareOp, const StridedLoop&);    \
-  template void where<T>(const StridedLoop&);                 \
+#define FRUGAL_INSTANTIATE_ANY(T)                          \
+  template void compare<T>(CompareOp, const StridedLoop&); \
+  template void where<T>(const StridedLoop&);              \
   template void fill<T>(const StridedLoop&, T);
 FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)
 
 #define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
-#define FRUGAL_CASTS_TO(Dst)                                                             \
-  FRUGAL_CAST_PAIR(Dst, float) FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) \
-  FRUGAL_CAST_PAIR(Dst, BFloat16) FRUGAL_CAST_PAIR(Dst, std::int32_t)                    \
-  FRUGAL_CAST_PAIR(Dst, std::int64_t) FRUGAL_CAST_PAIR(Dst, std::uint8_t)                \
-  FRUGAL_CAST_PAIR(Dst, bool)
+#define FRUGAL_CASTS_TO(Dst)                                                                \
+  FRUGAL_CAST_PAIR(Dst, float)                                                              \
+  FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) \
+      FRUGAL_CAST_PAIR(Dst, std::int32_t) FRUGAL_CAST_PAIR(Dst, std::int64_t)               \
+          FRUGAL_CAST_PAIR(Dst, std::uint8_t) FRUGAL_CAST_PAIR(Dst, bool)
 FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
 
 }  // namespace frugal::kernels::cpu

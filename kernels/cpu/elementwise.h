@@ -10,18 +10,32 @@
 namespace frugal::kernels::cpu {
 
 enum class UnaryOp : std::uint8_t {
-  Neg, Exp, Log, Sqrt, Abs, Relu, Sigmoid, Tanh, Gelu, Clamp, Reciprocal, Square, Sign,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Abs,
+  Relu,
+  Sigmoid,
+  Tanh,
+  Gelu,
+  Clamp,
+  Reciprocal,
+  Square,
+  Sign,
 };
 
 enum class BinaryOp : std::uint8_t {
-  Add,                // a + alpha * b
-  Sub,                // a - alpha * b
-  Mul, Div, Pow,
-  ReluBackward,       // grad * (output > 0)
-  SigmoidBackward,    // grad * y * (1 - y), y the output
-  TanhBackward,       // grad * (1 - y^2), y the output
-  GeluBackward,       // grad * gelu'(x), x the input
-  ClampBackward,      // grad * (lo <= x <= hi), bounds in (alpha, beta)
+  Add,  // a + alpha * b
+  Sub,  // a - alpha * b
+  Mul,
+  Div,
+  Pow,
+  ReluBackward,     // grad * (output > 0)
+  SigmoidBackward,  // grad * y * (1 - y), y the output
+  TanhBackward,     // grad * (1 - y^2), y the output
+  GeluBackward,     // grad * gelu'(x), x the input
+  ClampBackward,    // grad * (lo <= x <= hi), bounds in (alpha, beta)
 };
 
 enum class CompareOp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge };

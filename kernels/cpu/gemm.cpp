@@ -24,16 +24,16 @@ using MutMap = Eigen::Map<RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 void check_args(const char* name, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                 std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
-  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, std::string(name) + ": negative size m=" +
-                                               std::to_string(m) + " n=" + std::to_string(n) +
-                                               " k=" + std::to_string(k));
+  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0,
+               std::string(name) + ": negative size m=" + std::to_string(m) +
+                   " n=" + std::to_string(n) + " k=" + std::to_string(k));
   const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
   // An empty operand may carry any leading dimension, so 0 is accepted when a row is empty.
   FRUGAL_CHECK(lda >= a_cols && ldb >= b_cols && ldc >= n,
                std::string(name) + ": leading dimension smaller than a row (lda=" +
-                   std::to_string(lda) + " for " + std::to_string(a_cols) + " columns, ldb=" +
-                   std::to_string(ldb) + " for " + std::to_string(b_cols) + ", ldc=" +
-                   std::to_string(ldc) + " for " + std::to_string(n) + ")");
+                   std::to_string(lda) + " for " + std::to_string(a_cols) +
+                   " columns, ldb=" + std::to_string(ldb) + " for " + std::to_string(b_cols) +
+                   ", ldc=" + std::to_string(ldc) + " for " + std::to_string(n) + ")");
 }
 
 // The scalar factor and the transposes fold into Eigen's GEMM call; noalias() keeps Eigen
@@ -49,9 +49,9 @@ void eigen_product(MutMap<T>& c, const L& lhs, const R& rhs, T alpha, T beta) {
 }
 
 template <class T>
-void gemm_eigen(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta,
-                T* c, std::int64_t ldc) {
+void gemm_eigen(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+                const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+                std::int64_t ldc) {
   MutMap<T> cm(c, m, n, Eigen::OuterStride<>(ldc));
   ConstMap<T> am(a, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
   ConstMap<T> bm(b, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
@@ -77,9 +77,9 @@ constexpr std::int64_t kSplitMinMacs = std::int64_t{1} << 18;
 constexpr std::int64_t kSplitAlign = 16;  // block edges on whole SIMD vectors
 
 template <class T>
-void gemm_split(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta,
-                T* c, std::int64_t ldc) {
+void gemm_split(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+                const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+                std::int64_t ldc) {
   const std::int64_t threads = in_parallel_region() ? 1 : get_num_threads();
   const bool by_rows = m >= n;
   const std::int64_t extent = by_rows ? m : n;
@@ -109,8 +109,8 @@ constexpr std::int64_t kTileM = 64, kTileN = 64, kTileK = 128;
 
 template <class T>
 void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
-                float beta, T* c, std::int64_t ldc) {
+                float alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta,
+                T* c, std::int64_t ldc) {
   const std::int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
   const std::int64_t tiles = tiles_m * tiles_n;
   const std::int64_t grain = m * n * k >= (std::int64_t{1} << 18) ? 1 : tiles;
@@ -214,13 +214,12 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
   }
 }
 
-#define FRUGAL_INSTANTIATE_GEMM(T)                                                            \
-  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,   \
-                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);           \
-  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,        \
-                                std::int64_t, T, const T*, std::int64_t, std::int64_t,       \
-                                const T*, std::int64_t, std::int64_t, T, T*, std::int64_t,   \
-                                std::int64_t);
+#define FRUGAL_INSTANTIATE_GEMM(T)                                                               \
+  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,       \
+                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);              \
+  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,            \
+                                std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
+                                std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
 FRUGAL_INSTANTIATE_GEMM(float)
 FRUGAL_INSTANTIATE_GEMM(double)
 FRUGAL_INSTANTIATE_GEMM(Half)

@@ -11,8 +11,8 @@
 namespace frugal::kernels::cpu {
 
 void set_num_threads(int threads) {
-  FRUGAL_CHECK(threads >= 1, "set_num_threads: need at least one thread, got " +
-                                 std::to_string(threads));
+  FRUGAL_CHECK(threads >= 1,
+               "set_num_threads: need at least one thread, got " + std::to_string(threads));
   omp_set_num_threads(threads);
 }
 

@@ -179,8 +179,10 @@ void max_pool2d_forward_impl(const Pool2dParams& p, const T* input, T* output, I
             k = td ? 3 : k;
             out[ow] = static_cast<T>(best);
             if (idx) {
-              if constexpr (kCompact) idx[ow] = static_cast<Index>(k);
-              else idx[ow] = base + 2 * ow + (k >> 1) * W + (k & 1);
+              if constexpr (kCompact)
+                idx[ow] = static_cast<Index>(k);
+              else
+                idx[ow] = base + 2 * ow + (k >> 1) * W + (k & 1);
             }
           }
         }
@@ -334,8 +336,7 @@ void avg_pool2d_forward(const Pool2dParams& p, const T* input, T* output) {
       for (std::int64_t oh = 0; oh < OH; ++oh) {
         const AvgWindow wh = avg_window(oh, p.H, p.kH, p.stride_h, p.pad_h, p.count_include_pad);
         for (std::int64_t ow = 0; ow < OW; ++ow) {
-          const AvgWindow ww =
-              avg_window(ow, p.W, p.kW, p.stride_w, p.pad_w, p.count_include_pad);
+          const AvgWindow ww = avg_window(ow, p.W, p.kW, p.stride_w, p.pad_w, p.count_include_pad);
           if (wh.start >= wh.end || ww.start >= ww.end) {
             out[oh * OW + ow] = T(0);
             continue;

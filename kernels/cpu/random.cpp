@@ -27,8 +27,10 @@ void for_each_block(std::int64_t n, std::uint64_t seed, std::uint64_t offset, co
 
 template <class T>
 T narrow(double v) {
-  if constexpr (sizeof(T) == 8) return static_cast<T>(v);
-  else return static_cast<T>(static_cast<float>(v));
+  if constexpr (sizeof(T) == 8)
+    return static_cast<T>(v);
+  else
+    return static_cast<T>(static_cast<float>(v));
 }
 
 // v in [lo, hi) as T; rounding to a narrower type may land on hi, which stays excluded.
@@ -66,7 +68,7 @@ void bernoulli(std::uint8_t* mask, std::int64_t n, std::uint64_t seed, std::uint
   });
 }
 
-#define FRUGAL_INSTANTIATE_RANDOM(T)                                                     \
+#define FRUGAL_INSTANTIATE_RANDOM(T)                                                        \
   template void uniform<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double); \
   template void normal<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double);
 FRUGAL_INSTANTIATE_RANDOM(float)

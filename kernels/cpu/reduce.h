@@ -22,9 +22,7 @@ struct StridedDims {
 StridedDims contiguous_dims(int ndim, const std::int64_t* sizes);
 
 // The dims to reduce, as bits (bit d set: dim d is reduced). 0 reduces nothing (a copy).
-inline constexpr std::uint32_t dim_bit(int dim) {
-  return 1u << dim;
-}
+inline constexpr std::uint32_t dim_bit(int dim) { return 1u << dim; }
 
 // A sum's element type, like PyTorch: integers and bool sum into int64.
 template <class T>

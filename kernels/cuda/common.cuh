@@ -31,9 +31,9 @@ inline unsigned blocks_for(std::int64_t n, int block = kBlockSize) {
 }
 
 // Grid-stride loop: for (i = global thread index; i < n; i += all threads).
-#define FRUGAL_CUDA_KERNEL_LOOP(i, n)                                                     \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
+#define FRUGAL_CUDA_KERNEL_LOOP(i, n)                                                              \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 // Element loads and stores in the compute type: float for Half and BFloat16, T otherwise.
 template <class T>
@@ -82,12 +82,8 @@ __device__ A block_sum(A v) {
 }
 
 // exp in the compute type: expf for float, exp for double.
-__device__ __forceinline__ float exp_c(float v) {
-  return expf(v);
-}
-__device__ __forceinline__ double exp_c(double v) {
-  return exp(v);
-}
+__device__ __forceinline__ float exp_c(float v) { return expf(v); }
+__device__ __forceinline__ double exp_c(double v) { return exp(v); }
 
 // The max of the group's values, ignoring NaN (which reaches every output through exp
 // anyway), in every thread of the group. All threads of the group must call it.

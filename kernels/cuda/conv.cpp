@@ -71,8 +71,7 @@ struct Types<BFloat16> {
 // use tensor cores, which accumulate in float.
 template <class T>
 constexpr cudnnMathType_t kMathType =
-    std::is_same_v<T, float> || std::is_same_v<T, double> ? CUDNN_FMA_MATH
-                                                          : CUDNN_TENSOR_OP_MATH;
+    std::is_same_v<T, float> || std::is_same_v<T, double> ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 
 // The math type to run a heuristic's candidate with: float and double keep CUDNN_FMA_MATH
 // whatever the perf result reports (were it CUDNN_DEFAULT_MATH, setting it on the descriptor
@@ -91,13 +90,12 @@ int to_int(std::int64_t v, const char* what) {
 // RAII owners of cuDNN's descriptors.
 class TensorDesc {
  public:
-  TensorDesc(cudnnDataType_t type, std::int64_t n, std::int64_t c, std::int64_t h,
-             std::int64_t w) {
+  TensorDesc(cudnnDataType_t type, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
     FRUGAL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
     try {
-      FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type,
-                                                    to_int(n, "N"), to_int(c, "channels"),
-                                                    to_int(h, "height"), to_int(w, "width")));
+      FRUGAL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, to_int(n, "N"),
+                                                    to_int(c, "channels"), to_int(h, "height"),
+                                                    to_int(w, "width")));
     } catch (...) {
       cudnnDestroyTensorDescriptor(desc_);
       throw;
@@ -140,10 +138,9 @@ class ConvDesc {
     FRUGAL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&desc_));
     try {
       FRUGAL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-          desc_, to_int(p.pad_h, "pad_h"), to_int(p.pad_w, "pad_w"),
-          to_int(p.stride_h, "stride_h"), to_int(p.stride_w, "stride_w"),
-          to_int(p.dilation_h, "dilation_h"), to_int(p.dilation_w, "dilation_w"),
-          CUDNN_CROSS_CORRELATION, compute));
+          desc_, to_int(p.pad_h, "pad_h"), to_int(p.pad_w, "pad_w"), to_int(p.stride_h, "stride_h"),
+          to_int(p.stride_w, "stride_w"), to_int(p.dilation_h, "dilation_h"),
+          to_int(p.dilation_w, "dilation_w"), CUDNN_CROSS_CORRELATION, compute));
       FRUGAL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(desc_, to_int(p.groups, "groups")));
       FRUGAL_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, math));
     } catch (...) {
@@ -190,7 +187,9 @@ using Candidates = std::vector<Candidate>;
 using Key = std::tuple<int, int, int, std::array<std::int64_t, 15>>;
 
 Key make_key(Kind kind, cudnnDataType_t type, const Conv2dParams& p) {
-  return {static_cast<int>(kind), static_cast<int>(type), current_device(),
+  return {static_cast<int>(kind),
+          static_cast<int>(type),
+          current_device(),
           {p.N, p.C, p.H, p.W, p.O, p.kH, p.kW, p.stride_h, p.stride_w, p.pad_h, p.pad_w,
            p.dilation_h, p.dilation_w, p.groups, 0}};
 }
@@ -233,8 +232,7 @@ Candidates candidates_from(const Perf* perf, int returned, Kind kind,
     candidates.push_back(c);
   }
   if (candidates.empty())
-    throw Error(std::string(kind_name(kind)) +
-                ": cuDNN found no algorithm for this convolution");
+    throw Error(std::string(kind_name(kind)) + ": cuDNN found no algorithm for this convolution");
   return candidates;
 }
 
@@ -251,24 +249,24 @@ Candidates find_candidates(Kind kind, const Conv2dParams& p) {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(count));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
           handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), count, &returned, perf.data()));
-      return candidates_from<T>(
-          perf.data(), returned, kind, d.conv.get(),
-          [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
-            return cudnnGetConvolutionForwardWorkspaceSize(handle, d.x.get(), d.w.get(),
-                                                           d.conv.get(), d.y.get(), algo, bytes);
-          });
+      return candidates_from<T>(perf.data(), returned, kind, d.conv.get(),
+                                [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
+                                  return cudnnGetConvolutionForwardWorkspaceSize(
+                                      handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo,
+                                      bytes);
+                                });
     }
     case Kind::kBackwardInput: {
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(count));
       FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), count, &returned, perf.data()));
-      return candidates_from<T>(
-          perf.data(), returned, kind, d.conv.get(),
-          [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
-          });
+      return candidates_from<T>(perf.data(), returned, kind, d.conv.get(),
+                                [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
+                                  return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                      handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo,
+                                      bytes);
+                                });
     }
     case Kind::kBackwardWeight:
       break;
@@ -277,12 +275,12 @@ Candidates find_candidates(Kind kind, const Conv2dParams& p) {
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(count));
   FRUGAL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), count, &returned, perf.data()));
-  return candidates_from<T>(
-      perf.data(), returned, kind, d.conv.get(),
-      [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo, bytes);
-      });
+  return candidates_from<T>(perf.data(), returned, kind, d.conv.get(),
+                            [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
+                              return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                                  handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo,
+                                  bytes);
+                            });
 }
 
 // The cached candidates, found on first use. The heuristic runs outside the lock (it is a
@@ -335,8 +333,8 @@ const Candidate& best_fitting(Kind kind, const Conv2dParams& p, const void* work
   }
   throw Error(std::string(kind_name(kind)) + ": a workspace of " + std::to_string(available) +
               " bytes is too small for every cuDNN algorithm for this convolution; the "
-              "smallest needs " + std::to_string(least) + " (ask " + kind_name(kind) +
-              "_workspace_bytes)");
+              "smallest needs " +
+              std::to_string(least) + " (ask " + kind_name(kind) + "_workspace_bytes)");
 }
 
 }  // namespace
@@ -381,10 +379,10 @@ void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, cons
   Descriptors<T> d(p, choice.math);
   cudnnHandle_t handle = cudnn_handle();
   const typename Types<T>::Scalar one = 1, zero = 0;
-  FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(
-      handle, &one, d.x.get(), input, d.w.get(), weight, d.conv.get(),
-      static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace, choice.workspace, &zero,
-      d.y.get(), output));
+  FRUGAL_CUDNN_CHECK(
+      cudnnConvolutionForward(handle, &one, d.x.get(), input, d.w.get(), weight, d.conv.get(),
+                              static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), workspace,
+                              choice.workspace, &zero, d.y.get(), output));
   if (bias != nullptr) add_channel_bias(output, bias, p.N, p.O, p.out_h() * p.out_w());
 }
 
@@ -393,15 +391,14 @@ void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T*
                            T* grad_input, void* workspace, std::size_t workspace_bytes) {
   validate_conv2d(p);
   if (p.N == 0) return;
-  if (is_depthwise(p))
-    return depthwise_conv2d_backward_input(p, grad_output, weight, grad_input);
+  if (is_depthwise(p)) return depthwise_conv2d_backward_input(p, grad_output, weight, grad_input);
   const Candidate& choice = best_fitting<T>(Kind::kBackwardInput, p, workspace, workspace_bytes);
   Descriptors<T> d(p, choice.math);
   const typename Types<T>::Scalar one = 1, zero = 0;
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardData(
       cudnn_handle(), &one, d.w.get(), weight, d.y.get(), grad_output, d.conv.get(),
-      static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace, choice.workspace,
-      &zero, d.x.get(), grad_input));
+      static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace, choice.workspace, &zero,
+      d.x.get(), grad_input));
 }
 
 template <class T>
@@ -424,26 +421,26 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   const typename Types<T>::Scalar one = 1, zero = 0;
   FRUGAL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       handle, &one, d.x.get(), input, d.y.get(), grad_output, d.conv.get(),
-      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, choice.workspace,
-      &zero, d.w.get(), grad_weight));
+      static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace, choice.workspace, &zero,
+      d.w.get(), grad_weight));
   if (grad_bias != nullptr) channel_sum(grad_output, grad_bias, p.N, p.O, p.out_h() * p.out_w());
 }
 
-#define FRUGAL_INSTANTIATE_CONV(T)                                                             \
-  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);            \
-  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);     \
-  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);    \
-  template std::vector<std::size_t> conv2d_forward_workspace_fallbacks<T>(const Conv2dParams&); \
-  template std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks<T>(              \
-      const Conv2dParams&);                                                                    \
-  template std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks<T>(             \
-      const Conv2dParams&);                                                                    \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
-                                  std::size_t);                                                \
-  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,   \
-                                         std::size_t);                                         \
-  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,     \
-                                          void*, std::size_t);
+#define FRUGAL_INSTANTIATE_CONV(T)                                                                \
+  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);               \
+  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);        \
+  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);       \
+  template std::vector<std::size_t> conv2d_forward_workspace_fallbacks<T>(const Conv2dParams&);   \
+  template std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks<T>(                 \
+      const Conv2dParams&);                                                                       \
+  template std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks<T>(                \
+      const Conv2dParams&);                                                                       \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
+                                  std::size_t);                                                   \
+  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
+                                         std::size_t);                                            \
+  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
+                                          std::size_t);
 FRUGAL_INSTANTIATE_CONV(float)
 FRUGAL_INSTANTIATE_CONV(double)
 FRUGAL_INSTANTIATE_CONV(Half)

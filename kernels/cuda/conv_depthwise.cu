@@ -17,16 +17,16 @@ struct Geom {
 };
 
 Geom geom(const Conv2dParams& p) {
-  return {p.N,        p.C,        p.H,     p.W,     p.out_h(),    p.out_w(),   p.kH,
-          p.kW,       p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w};
+  return {p.N,  p.C,        p.H,        p.W,     p.out_h(), p.out_w(),    p.kH,
+          p.kW, p.stride_h, p.stride_w, p.pad_h, p.pad_w,   p.dilation_h, p.dilation_w};
 }
 
 void check_depthwise(const Conv2dParams& p, const char* what) {
   validate_conv2d(p);
-  FRUGAL_CHECK(is_depthwise(p), std::string(what) + ": not a depthwise convolution (C=" +
-                                    std::to_string(p.C) + ", O=" + std::to_string(p.O) +
-                                    ", groups=" + std::to_string(p.groups) +
-                                    "); it needs groups == C == O");
+  FRUGAL_CHECK(is_depthwise(p),
+               std::string(what) + ": not a depthwise convolution (C=" + std::to_string(p.C) +
+                   ", O=" + std::to_string(p.O) + ", groups=" + std::to_string(p.groups) +
+                   "); it needs groups == C == O");
 }
 
 template <class T>
@@ -84,8 +84,8 @@ __global__ void backward_input_kernel(Geom g, const T* grad_output, const T* wei
 // Block b < C * kH * kW sums grad_output * input for weight b over (n, oh, ow); block
 // C * kH * kW + c sums grad_output of channel c (the bias gradient). Double accumulation.
 template <class T>
-__global__ void backward_weight_kernel(Geom g, const T* grad_output, const T* input,
-                                       T* grad_weight, T* grad_bias) {
+__global__ void backward_weight_kernel(Geom g, const T* grad_output, const T* input, T* grad_weight,
+                                       T* grad_bias) {
   const std::int64_t taps = g.kH * g.kW;
   const std::int64_t b = blockIdx.x;
   const bool is_bias = b >= g.C * taps;
@@ -109,8 +109,10 @@ __global__ void backward_weight_kernel(Geom g, const T* grad_output, const T* in
   sum = block_sum(sum);
   if (threadIdx.x == 0) {
     using A = compute_t<T>;
-    if (is_bias) store(grad_bias + c, static_cast<A>(sum));
-    else store(grad_weight + b, static_cast<A>(sum));
+    if (is_bias)
+      store(grad_bias + c, static_cast<A>(sum));
+    else
+      store(grad_weight + b, static_cast<A>(sum));
   }
 }
 
@@ -119,8 +121,8 @@ __global__ void backward_weight_kernel(Geom g, const T* grad_output, const T* in
 bool is_depthwise(const Conv2dParams& p) { return p.groups == p.C && p.O == p.C; }
 
 template <class T>
-void depthwise_conv2d_forward(const Conv2dParams& p, const T* input, const T* weight,
-                              const T* bias, T* output) {
+void depthwise_conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, const T* bias,
+                              T* output) {
   check_depthwise(p, "depthwise_conv2d_forward");
   const Geom g = geom(p);
   const std::int64_t n = g.N * g.C * g.OH * g.OW;
@@ -155,13 +157,12 @@ void depthwise_conv2d_backward_weight(const Conv2dParams& p, const T* grad_outpu
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 
-#define FRUGAL_INSTANTIATE_DEPTHWISE(T)                                                        \
-  template void depthwise_conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, \
-                                            T*);                                               \
-  template void depthwise_conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*,    \
-                                                   T*);                                        \
-  template void depthwise_conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*,   \
-                                                    T*, T*);
+#define FRUGAL_INSTANTIATE_DEPTHWISE(T)                                                          \
+  template void depthwise_conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*,   \
+                                            T*);                                                 \
+  template void depthwise_conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*); \
+  template void depthwise_conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, \
+                                                    T*);
 FRUGAL_INSTANTIATE_DEPTHWISE(float)
 FRUGAL_INSTANTIATE_DEPTHWISE(double)
 FRUGAL_INSTANTIATE_DEPTHWISE(Half)

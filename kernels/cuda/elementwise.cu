@@ -234,9 +234,7 @@ __global__ void where_kernel(StridedLoop loop, std::int64_t n) {
 
 template <class T, bool Contiguous>
 __global__ void fill_kernel(StridedLoop loop, std::int64_t n, T value) {
-  FRUGAL_CUDA_KERNEL_LOOP(i, n) {
-    *operand<Contiguous, T>(loop, 0, i) = value;
-  }
+  FRUGAL_CUDA_KERNEL_LOOP(i, n) { *operand<Contiguous, T>(loop, 0, i) = value; }
 }
 
 // The CPU's conversion: to bool is "!= 0" in the source's precision (float for 16-bit types),
@@ -334,11 +332,12 @@ FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH)
 FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)
 
 #define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
-#define FRUGAL_CASTS_TO(Dst)                                                                \
-  FRUGAL_CAST_PAIR(Dst, float)                                                              \
-  FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) \
-      FRUGAL_CAST_PAIR(Dst, std::int32_t) FRUGAL_CAST_PAIR(Dst, std::int64_t)               \
-          FRUGAL_CAST_PAIR(Dst, std::uint8_t) FRUGAL_CAST_PAIR(Dst, bool)
+#define FRUGAL_CASTS_TO(Dst)                                                                      \
+  FRUGAL_CAST_PAIR(Dst, float)                                                                    \
+  FRUGAL_CAST_PAIR(Dst, double)                                                                   \
+  FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) FRUGAL_CAST_PAIR(Dst, std::int32_t) \
+      FRUGAL_CAST_PAIR(Dst, std::int64_t) FRUGAL_CAST_PAIR(Dst, std::uint8_t)                     \
+          FRUGAL_CAST_PAIR(Dst, bool)
 FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
 
 }  // namespace frugal::kernels::cuda

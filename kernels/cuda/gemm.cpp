@@ -19,15 +19,15 @@ namespace {
 // The same checks and messages as the CPU reference's.
 void check_args(const char* name, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                 std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
-  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, std::string(name) + ": negative size m=" +
-                                               std::to_string(m) + " n=" + std::to_string(n) +
-                                               " k=" + std::to_string(k));
+  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0,
+               std::string(name) + ": negative size m=" + std::to_string(m) +
+                   " n=" + std::to_string(n) + " k=" + std::to_string(k));
   const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
   FRUGAL_CHECK(lda >= a_cols && ldb >= b_cols && ldc >= n,
                std::string(name) + ": leading dimension smaller than a row (lda=" +
-                   std::to_string(lda) + " for " + std::to_string(a_cols) + " columns, ldb=" +
-                   std::to_string(ldb) + " for " + std::to_string(b_cols) + ", ldc=" +
-                   std::to_string(ldc) + " for " + std::to_string(n) + ")");
+                   std::to_string(lda) + " for " + std::to_string(a_cols) +
+                   " columns, ldb=" + std::to_string(ldb) + " for " + std::to_string(b_cols) +
+                   ", ldc=" + std::to_string(ldc) + " for " + std::to_string(n) + ")");
 }
 
 // The cuBLAS types for T: storage type, compute type and the type alpha and beta are passed
@@ -79,10 +79,9 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   const auto beta_s = static_cast<typename Ty::Scalar>(beta);
   // With k == 0 cuBLAS sets C = beta * C, and with beta == 0 it writes C without reading it,
   // both as the CPU reference does.
-  FRUGAL_CUBLAS_CHECK(cublas().gemm_ex(cublas_handle(), op(trans_b), op(trans_a), n, m, k,
-                                      &alpha_s, b, Ty::data, ld(ldb), a, Ty::data, ld(lda),
-                                      &beta_s, c, Ty::data, ld(ldc), Ty::compute,
-                                      CUBLAS_GEMM_DEFAULT));
+  FRUGAL_CUBLAS_CHECK(cublas().gemm_ex(cublas_handle(), op(trans_b), op(trans_a), n, m, k, &alpha_s,
+                                       b, Ty::data, ld(ldb), a, Ty::data, ld(lda), &beta_s, c,
+                                       Ty::data, ld(ldc), Ty::compute, CUBLAS_GEMM_DEFAULT));
 }
 
 template <class T>
@@ -94,9 +93,9 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
   FRUGAL_CHECK(batch >= 0, "gemm_batched: negative batch " + std::to_string(batch));
   if (batch == 0 || m == 0 || n == 0) return;
   // The batch's products run concurrently on the GPU: a shared C would be a data race.
-  FRUGAL_CHECK(batch == 1 || stride_c != 0,
-               "gemm_batched: stride_c is 0 for a batch of " + std::to_string(batch) +
-                   " (the products would all write the same C)");
+  FRUGAL_CHECK(batch == 1 || stride_c != 0, "gemm_batched: stride_c is 0 for a batch of " +
+                                                std::to_string(batch) +
+                                                " (the products would all write the same C)");
   using Ty = Types<T>;
   const auto alpha_s = static_cast<typename Ty::Scalar>(alpha);
   const auto beta_s = static_cast<typename Ty::Scalar>(beta);
@@ -107,13 +106,12 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
       CUBLAS_GEMM_DEFAULT));
 }
 
-#define FRUGAL_INSTANTIATE_GEMM(T)                                                            \
-  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,   \
-                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);           \
-  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,        \
-                                std::int64_t, T, const T*, std::int64_t, std::int64_t,       \
-                                const T*, std::int64_t, std::int64_t, T, T*, std::int64_t,   \
-                                std::int64_t);
+#define FRUGAL_INSTANTIATE_GEMM(T)                                                               \
+  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,       \
+                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);              \
+  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,            \
+                                std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
+                                std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
 FRUGAL_INSTANTIATE_GEMM(float)
 FRUGAL_INSTANTIATE_GEMM(double)
 FRUGAL_INSTANTIATE_GEMM(Half)

@@ -89,9 +89,9 @@ ThreadHandles& thread_handles() {
 
 int checked_device() {
   const int device = current_device();
-  FRUGAL_CHECK(device >= 0 && device < kMaxDevices,
-               "CUDA device " + std::to_string(device) + " is beyond frugal's limit of " +
-                   std::to_string(kMaxDevices));
+  FRUGAL_CHECK(device >= 0 && device < kMaxDevices, "CUDA device " + std::to_string(device) +
+                                                        " is beyond frugal's limit of " +
+                                                        std::to_string(kMaxDevices));
   return device;
 }
 

@@ -27,18 +27,18 @@ namespace detail {
 // FRUGAL_CUBLAS_CHECK(cublasSgemm(...)) / FRUGAL_CUDNN_CHECK(cudnnConvolutionForward(...)):
 // a status other than success (0 in both libraries) throws frugal::Error naming the call, the
 // library's status string, the file and the line.
-#define FRUGAL_CUBLAS_CHECK(call)                                                         \
-  do {                                                                                    \
-    const int frugal_cublas_status_ = static_cast<int>(call);                             \
-    if (frugal_cublas_status_ != 0) [[unlikely]]                                          \
-      ::frugal::kernels::cuda::detail::throw_cublas_error(frugal_cublas_status_, #call,   \
-                                                          __FILE__, __LINE__);            \
+#define FRUGAL_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                            \
+    const int frugal_cublas_status_ = static_cast<int>(call);                                     \
+    if (frugal_cublas_status_ != 0) [[unlikely]]                                                  \
+      ::frugal::kernels::cuda::detail::throw_cublas_error(frugal_cublas_status_, #call, __FILE__, \
+                                                          __LINE__);                              \
   } while (0)
 
-#define FRUGAL_CUDNN_CHECK(call)                                                          \
-  do {                                                                                    \
-    const int frugal_cudnn_status_ = static_cast<int>(call);                              \
-    if (frugal_cudnn_status_ != 0) [[unlikely]]                                           \
-      ::frugal::kernels::cuda::detail::throw_cudnn_error(frugal_cudnn_status_, #call,     \
-                                                         __FILE__, __LINE__);             \
+#define FRUGAL_CUDNN_CHECK(call)                                                                \
+  do {                                                                                          \
+    const int frugal_cudnn_status_ = static_cast<int>(call);                                    \
+    if (frugal_cudnn_status_ != 0) [[unlikely]]                                                 \
+      ::frugal::kernels::cuda::detail::throw_cudnn_error(frugal_cudnn_status_, #call, __FILE__, \
+                                                         __LINE__);                             \
   } while (0)

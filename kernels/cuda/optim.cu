@@ -55,8 +55,8 @@ __global__ void unscale_kernel(T* grad, std::int64_t n, T inv_scale, float* foun
 template <class T>
 void non_finite_check_and_unscale(T* grad, std::int64_t n, float inv_scale, float* found_inf) {
   if (n <= 0) return;
-  unscale_kernel<T><<<blocks_for(n), kBlockSize, 0, stream()>>>(grad, n, static_cast<T>(inv_scale),
-                                                                found_inf);
+  unscale_kernel<T>
+      <<<blocks_for(n), kBlockSize, 0, stream()>>>(grad, n, static_cast<T>(inv_scale), found_inf);
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 

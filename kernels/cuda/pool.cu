@@ -20,18 +20,21 @@ struct Geom {
 };
 
 Geom geom(const Pool2dParams& p) {
-  return {p.N * p.C, p.H,        p.W,        p.out_h(),  p.out_w(),    p.kH,
-          p.kW,      p.stride_h, p.stride_w, p.pad_h,    p.pad_w,      p.dilation_h,
-          p.dilation_w, p.count_include_pad};
+  return {p.N * p.C, p.H,          p.W,          p.out_h(),          p.out_w(),
+          p.kH,      p.kW,         p.stride_h,   p.stride_w,         p.pad_h,
+          p.pad_w,   p.dilation_h, p.dilation_w, p.count_include_pad};
 }
 
 // v rounded to T's precision (identity for float and double): the CPU's in-place accumulation
 // rounds to T after every term.
 template <class T>
 __device__ __forceinline__ compute_t<T> round_to(compute_t<T> v) {
-  if constexpr (std::is_same_v<T, Half>) return __half2float(__float2half_rn(v));
-  else if constexpr (std::is_same_v<T, BFloat16>) return __bfloat162float(__float2bfloat16_rn(v));
-  else return v;
+  if constexpr (std::is_same_v<T, Half>)
+    return __half2float(__float2half_rn(v));
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return __bfloat162float(__float2bfloat16_rn(v));
+  else
+    return v;
 }
 
 __device__ __forceinline__ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
@@ -309,15 +312,15 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 
-#define FRUGAL_INSTANTIATE_POOL(T)                                                               \
-  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);         \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);  \
-  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*); \
-  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*,                    \
-                                               const std::uint8_t*, T*);                         \
-  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                        \
-  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                       \
-  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);       \
+#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
+  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
+  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
+                                               T*);                                                \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
+  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
   template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
 FRUGAL_INSTANTIATE_POOL(float)
 FRUGAL_INSTANTIATE_POOL(double)

@@ -227,9 +227,7 @@ __global__ void finalize_kernel(Op op, const typename Op::Acc* partial, std::int
 
 template <class U>
 __global__ void fill_kernel(U* out, std::int64_t n, U value) {
-  FRUGAL_CUDA_KERNEL_LOOP(i, n) {
-    out[i] = value;
-  }
+  FRUGAL_CUDA_KERNEL_LOOP(i, n) { out[i] = value; }
 }
 
 // Enough blocks (or tiles) in flight to fill a large GPU several times; chosen from the sizes
@@ -271,7 +269,7 @@ void launch_reduction(const ReducePlan& p, const Op& op, const T* in) {
   std::unique_ptr<Scratch> workspace;
   if (pieces > 1) {
     workspace = std::make_unique<Scratch>(sizeof(Acc) * static_cast<std::size_t>(pieces) *
-                                            static_cast<std::size_t>(p.out_numel));
+                                          static_cast<std::size_t>(p.out_numel));
     partial = static_cast<Acc*>(workspace->get());
   }
   if (lane_dim >= 0) {

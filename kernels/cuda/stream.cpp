@@ -19,9 +19,9 @@ thread_local StreamId current_streams[kMaxDevices] = {};
 cudaStream_t as_stream(StreamId id) { return reinterpret_cast<cudaStream_t>(id); }
 
 void check_device(int device) {
-  FRUGAL_CHECK(device >= 0 && device < kMaxDevices,
-               "CUDA device index " + std::to_string(device) + " is out of range [0, " +
-                   std::to_string(kMaxDevices) + ")");
+  FRUGAL_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index " + std::to_string(device) +
+                                                        " is out of range [0, " +
+                                                        std::to_string(kMaxDevices) + ")");
 }
 
 }  // namespace

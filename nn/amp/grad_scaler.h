@@ -13,11 +13,11 @@
 namespace frugal::amp {
 
 struct GradScalerOptions {
-  double init_scale = 65536.0;   // 2^16
-  double growth_factor = 2.0;    // the scale grows by this after growth_interval clean steps
-  double backoff_factor = 0.5;   // and shrinks by this after a step with inf/NaN gradients
+  double init_scale = 65536.0;  // 2^16
+  double growth_factor = 2.0;   // the scale grows by this after growth_interval clean steps
+  double backoff_factor = 0.5;  // and shrinks by this after a step with inf/NaN gradients
   std::int64_t growth_interval = 2000;
-  bool enabled = true;           // disabled: scale() is the identity, step() a plain step
+  bool enabled = true;  // disabled: scale() is the identity, step() a plain step
 };
 
 // The loop (PyTorch's):

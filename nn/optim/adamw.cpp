@@ -8,8 +8,11 @@
 namespace frugal::optim {
 
 AdamW::AdamW(std::vector<Tensor> parameters, const AdamWOptions& o)
-    : Optimizer(std::move(parameters), o.lr_), options_(o), exp_avg_(parameters_.size()),
-      exp_avg_sq_(parameters_.size()), steps_(parameters_.size(), 0) {
+    : Optimizer(std::move(parameters), o.lr_),
+      options_(o),
+      exp_avg_(parameters_.size()),
+      exp_avg_sq_(parameters_.size()),
+      steps_(parameters_.size(), 0) {
   FRUGAL_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1,
                "AdamW: betas must be in [0, 1), got " + std::to_string(o.beta1_) + " and " +
                    std::to_string(o.beta2_));

@@ -8,9 +8,19 @@ namespace frugal::optim {
 
 struct AdamWOptions {
   explicit AdamWOptions(double lr = 1e-3) : lr_(lr) {}
-  AdamWOptions& betas(double b1, double b2) { beta1_ = b1; beta2_ = b2; return *this; }
-  AdamWOptions& eps(double e) { eps_ = e; return *this; }
-  AdamWOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
+  AdamWOptions& betas(double b1, double b2) {
+    beta1_ = b1;
+    beta2_ = b2;
+    return *this;
+  }
+  AdamWOptions& eps(double e) {
+    eps_ = e;
+    return *this;
+  }
+  AdamWOptions& weight_decay(double w) {
+    weight_decay_ = w;
+    return *this;
+  }
   double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 1e-2;
 };
 

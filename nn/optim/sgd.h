@@ -8,10 +8,22 @@ namespace frugal::optim {
 
 struct SGDOptions {
   explicit SGDOptions(double lr) : lr_(lr) {}
-  SGDOptions& momentum(double m) { momentum_ = m; return *this; }
-  SGDOptions& dampening(double d) { dampening_ = d; return *this; }
-  SGDOptions& weight_decay(double w) { weight_decay_ = w; return *this; }
-  SGDOptions& nesterov(bool n) { nesterov_ = n; return *this; }
+  SGDOptions& momentum(double m) {
+    momentum_ = m;
+    return *this;
+  }
+  SGDOptions& dampening(double d) {
+    dampening_ = d;
+    return *this;
+  }
+  SGDOptions& weight_decay(double w) {
+    weight_decay_ = w;
+    return *this;
+  }
+  SGDOptions& nesterov(bool n) {
+    nesterov_ = n;
+    return *this;
+  }
   double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;
 };

@@ -39,8 +39,6 @@ std::shared_ptr<Sequential> rebuild(const Sequential& model, const std::string& 
 
 }  // namespace
 
-std::shared_ptr<Sequential> quantize_dynamic(const Sequential& model) {
-  return rebuild(model, "");
-}
+std::shared_ptr<Sequential> quantize_dynamic(const Sequential& model) { return rebuild(model, ""); }
 
 }  // namespace frugal::nn::quantized

@@ -45,8 +45,8 @@ TEST_CASE("malformed values and unknown keys are errors that name them") {
     }
     return std::string("no error");
   };
-  CHECK_THAT(message("max_split_size_mb:abc"), Catch::Contains("max_split_size_mb") &&
-                                                   Catch::Contains("'abc'"));
+  CHECK_THAT(message("max_split_size_mb:abc"),
+             Catch::Contains("max_split_size_mb") && Catch::Contains("'abc'"));
   CHECK_THAT(message("max_split_size_mb:10"), Catch::Contains("greater than 20"));
   CHECK_THAT(message("garbage_collection_threshold:1.5"),
              Catch::Contains("garbage_collection_threshold"));

@@ -14,10 +14,10 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 TEST_CASE("empty_cache returns wholly free segments and keeps partly used ones") {
   auto device = std::make_shared<SimulatedDevice>(1024 * MiB);
   CachingAllocator a(device, AllocatorConfig::parse("expandable_segments:False"));
-  const Allocation keep = a.allocate(12 * MiB);   // own 12 MiB segment
-  const Allocation drop = a.allocate(14 * MiB);   // own 14 MiB segment
-  const Allocation small1 = a.allocate(4096);     // 2 MiB small segment
-  const Allocation small2 = a.allocate(4096);     // same small segment
+  const Allocation keep = a.allocate(12 * MiB);  // own 12 MiB segment
+  const Allocation drop = a.allocate(14 * MiB);  // own 14 MiB segment
+  const Allocation small1 = a.allocate(4096);    // 2 MiB small segment
+  const Allocation small2 = a.allocate(4096);    // same small segment
   CHECK(a.stats().segment.all().current == 3);
   a.free(drop);
   a.free(small1);

@@ -31,7 +31,7 @@ TEST_CASE("sizes round up to 512 bytes, or to power-of-two divisions when config
   CachingAllocator r(device, AllocatorConfig::parse("roundup_power2_divisions:4"));
   CHECK(r.round_size(1200 * KiB) == 1280 * KiB);  // 1 MiB + a quarter
   CHECK(r.round_size(1 * MiB) == 1 * MiB);
-  CHECK(r.round_size(1000) == 1024);               // small sizes keep plain rounding
+  CHECK(r.round_size(1000) == 1024);  // small sizes keep plain rounding
 }
 
 TEST_CASE("small requests share a 2 MiB segment and merge back on free") {

@@ -66,10 +66,10 @@ Derived derive(const std::vector<SegmentInfo>& segments) {
       if (b.mapped) mapped += b.size;
       if (i > 0) {
         const auto& p = seg.blocks[i - 1];
-        const bool both_cached = !p.allocated && !b.allocated && p.mapped && b.mapped &&
-                                 !p.pending && !b.pending;
-        REQUIRE_FALSE(both_cached);                       // free neighbours were merged
-        REQUIRE_FALSE((!p.mapped && !b.mapped));          // unmapped neighbours too
+        const bool both_cached =
+            !p.allocated && !b.allocated && p.mapped && b.mapped && !p.pending && !b.pending;
+        REQUIRE_FALSE(both_cached);               // free neighbours were merged
+        REQUIRE_FALSE((!p.mapped && !b.mapped));  // unmapped neighbours too
       }
       if (!b.mapped) {
         REQUIRE(b.address % kGranule == 0);
@@ -134,9 +134,9 @@ void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed
       a.empty_cache();
     } else if (op < 3) {
       a.reset_peak_memory_stats();
-      for (Counter* c : {&allocations[0], &allocations[1], &allocations[2], &requested[0],
-                         &requested[1], &requested[2], &allocated, &reserved, &non_releasable,
-                         &active, &active_bytes}) {
+      for (Counter* c :
+           {&allocations[0], &allocations[1], &allocations[2], &requested[0], &requested[1],
+            &requested[2], &allocated, &reserved, &non_releasable, &active, &active_bytes}) {
         c->peak = c->current;
       }
     } else if (op < 6) {
@@ -199,12 +199,10 @@ void run_model(const std::string& conf, std::size_t capacity, std::uint32_t seed
     CHECK(s.segment.all().current == d.segments);
     CHECK(s.inactive_split_bytes.all().current == non_releasable.current);
     CHECK(s.inactive_split.all().current == d.non_releasable_blocks);
-    CHECK(s.allocated_bytes.all().current ==
-          s.allocated_bytes.pool(PoolKind::kSmall).current +
-              s.allocated_bytes.pool(PoolKind::kLarge).current);
-    CHECK(s.reserved_bytes.all().current ==
-          s.reserved_bytes.pool(PoolKind::kSmall).current +
-              s.reserved_bytes.pool(PoolKind::kLarge).current);
+    CHECK(s.allocated_bytes.all().current == s.allocated_bytes.pool(PoolKind::kSmall).current +
+                                                 s.allocated_bytes.pool(PoolKind::kLarge).current);
+    CHECK(s.reserved_bytes.all().current == s.reserved_bytes.pool(PoolKind::kSmall).current +
+                                                s.reserved_bytes.pool(PoolKind::kLarge).current);
     for (const Live& l : live) {
       CHECK(l.allocation.size == l.requested);
     }
@@ -234,7 +232,6 @@ TEST_CASE("stats match the reference model: max_split_size and power-of-two roun
 }
 
 TEST_CASE("stats match the reference model: garbage collection under a tight device") {
-  run_model("expandable_segments:False,garbage_collection_threshold:0.5", std::size_t{3} << 30,
-            5);
+  run_model("expandable_segments:False,garbage_collection_threshold:0.5", std::size_t{3} << 30, 5);
   run_model("garbage_collection_threshold:0.5", std::size_t{3} << 30, 6);
 }

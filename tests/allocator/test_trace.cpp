@@ -63,8 +63,7 @@ TEST_CASE("malformed trace lines are reported with their line numbers") {
   CHECK(parse_error(head + "a 1 100\na 1 200\n") == "t.trace:3: id 1 was allocated before");
   CHECK(parse_error(head + "f 9\n") == "t.trace:2: free of id 9, which is not live");
   CHECK(parse_error(head + "a 1 0\n") == "t.trace:2: allocation of 0 bytes");
-  CHECK(parse_error(head + "m 1 10\n") ==
-        "t.trace:2: unknown event 'm' (expected 'a' or 'f')");
+  CHECK(parse_error(head + "m 1 10\n") == "t.trace:2: unknown event 'm' (expected 'a' or 'f')");
   CHECK(parse_error(head + "a 1\n") == "t.trace:2: expected 'a ID BYTES [STREAM]'");
   CHECK(parse_error("# frugal-alloc-trace v2\na 1 1\n").find("unsupported trace version") !=
         std::string::npos);

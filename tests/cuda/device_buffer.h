@@ -24,9 +24,10 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t n)
-      : n_(n), allocation_(alloc::cuda_allocator(kernels::cuda::current_device())
-                               .allocate(std::max<std::size_t>(n, 1) * sizeof(T),
-                                         kernels::cuda::current_stream())) {}
+      : n_(n),
+        allocation_(alloc::cuda_allocator(kernels::cuda::current_device())
+                        .allocate(std::max<std::size_t>(n, 1) * sizeof(T),
+                                  kernels::cuda::current_stream())) {}
   explicit DeviceBuffer(const std::vector<T>& values) : DeviceBuffer(values.size()) {
     upload(values);
   }
@@ -81,11 +82,16 @@ std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = -1.0
 // another order than the CPU reference's.
 template <class T>
 double tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  else if constexpr (std::is_same_v<T, float>) return 1e-5;
-  else if constexpr (std::is_same_v<T, Half>) return 2e-3;
-  else if constexpr (std::is_same_v<T, BFloat16>) return 1.6e-2;
-  else return 0;  // integers and bool: exact
+  if constexpr (std::is_same_v<T, double>)
+    return 1e-12;
+  else if constexpr (std::is_same_v<T, float>)
+    return 1e-5;
+  else if constexpr (std::is_same_v<T, Half>)
+    return 2e-3;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return 1.6e-2;
+  else
+    return 0;  // integers and bool: exact
 }
 
 inline const char* type_name(float) { return "float32"; }

@@ -17,12 +17,12 @@
 #include "tests/cuda/tensor_compare.h"
 
 using namespace frugal;
+using Catch::Matchers::Contains;
 using frugal::test::bitwise_equal;
 using frugal::test::DeviceBuffer;
 using frugal::test::kGpu;
 using frugal::test::max_relative_difference;
 using frugal::test::random_values;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -70,12 +70,12 @@ TEMPLATE_TEST_CASE("cuda amp: non_finite_check_and_unscale matches the CPU bit f
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   const float inv = static_cast<float>(1.0 / 65536.0), odd = 1.0f / 3.0f;  // odd: rounds when cast
   for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{(1 << 20) + 3}}) {
-    check_unscale<T>(n, inv, {}, T(0), 0.0f);                // clean: the flag stays 0
+    check_unscale<T>(n, inv, {}, T(0), 0.0f);  // clean: the flag stays 0
     check_unscale<T>(n, odd, {}, T(0), 0.0f);
     check_unscale<T>(n, inv, {n - 1}, inf, 0.0f);  // the last element, past the first blocks
     check_unscale<T>(n, inv, {0}, -inf, 0.0f);
     check_unscale<T>(n, odd, {n / 2}, nan, 0.0f);
-    check_unscale<T>(n, inv, {}, T(0), 1.0f);                // never reset by a clean pass
+    check_unscale<T>(n, inv, {}, T(0), 1.0f);  // never reset by a clean pass
   }
   // Finite values that overflow when unscaled by a factor > 1 are not "found": the check reads
   // the value before it is scaled, as PyTorch's does.

@@ -32,25 +32,42 @@ Tensor run_op(Op op, ScalarType in) {
   const Tensor w = randn({5, 6}, kFloat32, &gen).to(kGpu);
   const Tensor target = randint(0, 6, {4}, kInt64, &gen).to(kGpu);
   switch (op) {
-    case Op::kMm: return mm(x, w.t());
-    case Op::kBmm: return bmm(x.unsqueeze(0), w.t().unsqueeze(0));
-    case Op::kLinear: return linear(x, w, zeros({5}, on_gpu()));
+    case Op::kMm:
+      return mm(x, w.t());
+    case Op::kBmm:
+      return bmm(x.unsqueeze(0), w.t().unsqueeze(0));
+    case Op::kLinear:
+      return linear(x, w, zeros({5}, on_gpu()));
     case Op::kConv2d:
       return conv2d(x.view({1, 1, 4, 6}), randn({2, 1, 3, 3}).to(kGpu), zeros({2}, on_gpu()));
-    case Op::kSoftmax: return softmax(x, 1);
-    case Op::kLogSoftmax: return log_softmax(x, 1);
-    case Op::kCrossEntropy: return cross_entropy(x, target);
-    case Op::kNllLoss: return nll_loss(x, target);
-    case Op::kSum: return sum(x);
-    case Op::kMean: return mean(x, {1});
-    case Op::kVar: return var(x, {1});
-    case Op::kExp: return exp(x);
-    case Op::kLog: return log(x);
-    case Op::kPow: return pow(x, 2);
-    case Op::kAdd: return add(x, w.narrow(0, 0, 4));
-    case Op::kSub: return sub(x, w.narrow(0, 0, 4));
-    case Op::kMul: return mul(x, w.narrow(0, 0, 4));
-    case Op::kDiv: return div(x, w.narrow(0, 0, 4));
+    case Op::kSoftmax:
+      return softmax(x, 1);
+    case Op::kLogSoftmax:
+      return log_softmax(x, 1);
+    case Op::kCrossEntropy:
+      return cross_entropy(x, target);
+    case Op::kNllLoss:
+      return nll_loss(x, target);
+    case Op::kSum:
+      return sum(x);
+    case Op::kMean:
+      return mean(x, {1});
+    case Op::kVar:
+      return var(x, {1});
+    case Op::kExp:
+      return exp(x);
+    case Op::kLog:
+      return log(x);
+    case Op::kPow:
+      return pow(x, 2);
+    case Op::kAdd:
+      return add(x, w.narrow(0, 0, 4));
+    case Op::kSub:
+      return sub(x, w.narrow(0, 0, 4));
+    case Op::kMul:
+      return mul(x, w.narrow(0, 0, 4));
+    case Op::kDiv:
+      return div(x, w.narrow(0, 0, 4));
     case Op::kBatchNorm:
       return batch_norm(x, ones({6}, on_gpu()), zeros({6}, on_gpu()), zeros({6}, on_gpu()),
                         ones({6}, on_gpu()), true, 0.1, 1e-5);
@@ -61,10 +78,14 @@ Tensor run_op(Op op, ScalarType in) {
 
 ScalarType expected(CastPolicy policy, ScalarType in, ScalarType low) {
   switch (policy) {
-    case CastPolicy::kLowerPrecision: return low;
-    case CastPolicy::kFloat32: return kFloat32;
-    case CastPolicy::kPromote: return promote_types(in, kFloat32);
-    case CastPolicy::kInputDtype: return in;
+    case CastPolicy::kLowerPrecision:
+      return low;
+    case CastPolicy::kFloat32:
+      return kFloat32;
+    case CastPolicy::kPromote:
+      return promote_types(in, kFloat32);
+    case CastPolicy::kInputDtype:
+      return in;
   }
   return in;
 }

@@ -49,9 +49,8 @@ const Shape kShapes[] = {{2, 1, 1},  {7, 5, 1},    {300, 70, 1}, {3, 2, 5},
 // and sums (grad_bias = sum(gy), grad_weight = sum(gy * (x - mean)) * invstd).
 template <class T>
 void require_close_train_grad_x(const std::vector<T>& got, const std::vector<T>& want,
-                                const Shape& s, const std::vector<T>& x,
-                                const std::vector<T>& gy, const compute_t<T>* weight,
-                                const std::vector<compute_t<T>>& mean,
+                                const Shape& s, const std::vector<T>& x, const std::vector<T>& gy,
+                                const compute_t<T>* weight, const std::vector<compute_t<T>>& mean,
                                 const std::vector<compute_t<T>>& invstd,
                                 const std::vector<compute_t<T>>& gw,
                                 const std::vector<compute_t<T>>& gb, const std::string& what,
@@ -173,18 +172,10 @@ void check_all_shapes() {
 
 }  // namespace
 
-TEST_CASE("cuda batch_norm: float32 matches the CPU", "[cuda]") {
-  check_all_shapes<float>();
-}
-TEST_CASE("cuda batch_norm: float64 matches the CPU", "[cuda]") {
-  check_all_shapes<double>();
-}
-TEST_CASE("cuda batch_norm: float16 matches the CPU", "[cuda]") {
-  check_all_shapes<Half>();
-}
-TEST_CASE("cuda batch_norm: bfloat16 matches the CPU", "[cuda]") {
-  check_all_shapes<BFloat16>();
-}
+TEST_CASE("cuda batch_norm: float32 matches the CPU", "[cuda]") { check_all_shapes<float>(); }
+TEST_CASE("cuda batch_norm: float64 matches the CPU", "[cuda]") { check_all_shapes<double>(); }
+TEST_CASE("cuda batch_norm: float16 matches the CPU", "[cuda]") { check_all_shapes<Half>(); }
+TEST_CASE("cuda batch_norm: bfloat16 matches the CPU", "[cuda]") { check_all_shapes<BFloat16>(); }
 
 TEST_CASE("cuda batch_norm: one value per channel throws; eval accepts it", "[cuda]") {
   const DeviceBuffer<float> dx(std::vector<float>{1, 2, 3});

@@ -1,8 +1,8 @@
 // kernels/cuda/conv (cuDNN, and the direct depthwise path) against the CPU reference on random
 // inputs: 3x3 pad 1, stride 2, 1x1, dilation, groups 2, depthwise, bias, N = 0, workspaces, and
 // the fallback to cheaper algorithms when the preferred workspace cannot be had.
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -47,8 +47,7 @@ double scale_for(std::int64_t terms) {
 enum class Workspaces { kPreferred, kEveryFallback };
 
 std::vector<std::size_t> sizes_to_try(std::size_t preferred,
-                                      const std::vector<std::size_t>& fallbacks,
-                                      Workspaces which) {
+                                      const std::vector<std::size_t>& fallbacks, Workspaces which) {
   REQUIRE(!fallbacks.empty());
   CHECK(fallbacks.front() == preferred);
   for (std::size_t i = 1; i < fallbacks.size(); ++i) CHECK(fallbacks[i] < fallbacks[i - 1]);
@@ -98,8 +97,8 @@ void check_all(const Conv2dParams& p, bool with_bias, std::uint32_t seed,
       INFO("workspace " << bytes << " bytes");
       DeviceBuffer<unsigned char> dws(bytes);
       DeviceBuffer<T> dgx(sz(in_n));
-      cu::conv2d_backward_input(p, dgy.get(), dw.get(), dgx.get(),
-                                bytes > 0 ? dws.get() : nullptr, bytes);
+      cu::conv2d_backward_input(p, dgy.get(), dw.get(), dgx.get(), bytes > 0 ? dws.get() : nullptr,
+                                bytes);
       require_close(dgx.download(), gx, name + " conv2d_backward_input",
                     scale_for(p.O / p.groups * p.kH * p.kW));
     }
@@ -107,8 +106,8 @@ void check_all(const Conv2dParams& p, bool with_bias, std::uint32_t seed,
   {  // backward weight (+ bias)
     std::vector<unsigned char> ws(cpu::conv2d_backward_weight_workspace_bytes<T>(p, 1));
     std::vector<T> gw(sz(w_n)), gb(sz(p.O));
-    cpu::conv2d_backward_weight(p, gy.data(), x.data(), gw.data(),
-                                with_bias ? gb.data() : nullptr, ws.data(), ws.size());
+    cpu::conv2d_backward_weight(p, gy.data(), x.data(), gw.data(), with_bias ? gb.data() : nullptr,
+                                ws.data(), ws.size());
     for (const std::size_t bytes :
          sizes_to_try(cu::conv2d_backward_weight_workspace_bytes<T>(p, 1),
                       cu::conv2d_backward_weight_workspace_fallbacks<T>(p), which)) {
@@ -117,11 +116,9 @@ void check_all(const Conv2dParams& p, bool with_bias, std::uint32_t seed,
       // Garbage in the outputs: they must be overwritten, not accumulated into.
       DeviceBuffer<T> dgw(random_values<T>(sz(w_n), seed + 4, 5, 6));
       DeviceBuffer<T> dgb(random_values<T>(sz(p.O), seed + 5, 5, 6));
-      cu::conv2d_backward_weight(p, dgy.get(), dx.get(), dgw.get(),
-                                 with_bias ? dgb.get() : nullptr, bytes > 0 ? dws.get() : nullptr,
-                                 bytes);
-      require_close(dgw.download(), gw, name + " conv2d_backward_weight",
-                    scale_for(p.N * oh * ow));
+      cu::conv2d_backward_weight(p, dgy.get(), dx.get(), dgw.get(), with_bias ? dgb.get() : nullptr,
+                                 bytes > 0 ? dws.get() : nullptr, bytes);
+      require_close(dgw.download(), gw, name + " conv2d_backward_weight", scale_for(p.N * oh * ow));
       if (with_bias)
         require_close(dgb.download(), gb, name + " conv2d_backward_weight bias",
                       scale_for(p.N * oh * ow));
@@ -130,12 +127,12 @@ void check_all(const Conv2dParams& p, bool with_bias, std::uint32_t seed,
 }
 
 const Conv2dParams kShapes[] = {
-    make(2, 3, 9, 7, 5, 3, 1, 1, 1, 1),   // 3x3 pad 1, odd sizes
+    make(2, 3, 9, 7, 5, 3, 1, 1, 1, 1),    // 3x3 pad 1, odd sizes
     make(2, 4, 11, 10, 6, 3, 2, 1, 1, 1),  // stride 2
-    make(3, 8, 5, 6, 7, 1, 1, 0, 1, 1),   // 1x1
-    make(1, 3, 12, 9, 4, 3, 1, 2, 2, 1),  // dilation 2
-    make(2, 6, 8, 7, 4, 3, 1, 1, 1, 2),   // groups 2
-    make(2, 5, 9, 8, 5, 3, 2, 1, 1, 5),   // depthwise: the direct kernels
+    make(3, 8, 5, 6, 7, 1, 1, 0, 1, 1),    // 1x1
+    make(1, 3, 12, 9, 4, 3, 1, 2, 2, 1),   // dilation 2
+    make(2, 6, 8, 7, 4, 3, 1, 1, 1, 2),    // groups 2
+    make(2, 5, 9, 8, 5, 3, 2, 1, 1, 5),    // depthwise: the direct kernels
 };
 
 }  // namespace
@@ -147,8 +144,7 @@ TEMPLATE_TEST_CASE("cuda conv: forward and both backwards vs the CPU", "[cuda]",
     for (bool with_bias : {false, true}) {
       INFO("N=" << p.N << " C=" << p.C << " H=" << p.H << " W=" << p.W << " O=" << p.O
                 << " k=" << p.kH << " stride=" << p.stride_h << " pad=" << p.pad_h
-                << " dilation=" << p.dilation_h << " groups=" << p.groups
-                << " bias=" << with_bias);
+                << " dilation=" << p.dilation_h << " groups=" << p.groups << " bias=" << with_bias);
       check_all<TestType>(p, with_bias, seed += 10);
     }
 }
@@ -205,8 +201,10 @@ TEST_CASE("cuda conv: a workspace too small for every algorithm throws, bad para
       Error);
 }
 
-TEMPLATE_TEST_CASE("cuda conv: every fallback workspace, down to the smallest, gives the CPU's "
-                   "result", "[cuda]", float, double, Half, BFloat16) {
+TEMPLATE_TEST_CASE(
+    "cuda conv: every fallback workspace, down to the smallest, gives the CPU's "
+    "result",
+    "[cuda]", float, double, Half, BFloat16) {
   std::uint32_t seed = 500;
   for (const Conv2dParams& p : kShapes) {
     INFO("N=" << p.N << " C=" << p.C << " H=" << p.H << " W=" << p.W << " O=" << p.O
@@ -224,16 +222,18 @@ TEMPLATE_TEST_CASE("cuda conv: every fallback workspace, down to the smallest, g
     const char* const passes[] = {"forward", "backward input", "backward weight"};
     for (int i = 0; i < 3; ++i)
       if (smallest[i] > 0)
-        WARN(type_name(TestType{}) << " " << passes[i] << ": cuDNN offers no workspace-free "
-                                   << "algorithm here; the smallest needs " << smallest[i]
-                                   << " bytes");
+        WARN(type_name(TestType{})
+             << " " << passes[i] << ": cuDNN offers no workspace-free "
+             << "algorithm here; the smallest needs " << smallest[i] << " bytes");
     seed += 10;
     check_all<TestType>(p, /*with_bias=*/seed % 20 == 0, seed, Workspaces::kEveryFallback);
   }
 }
 
-TEST_CASE("cuda conv: conv2d_forward given no workspace matches its result with the preferred "
-          "one", "[cuda]") {
+TEST_CASE(
+    "cuda conv: conv2d_forward given no workspace matches its result with the preferred "
+    "one",
+    "[cuda]") {
   namespace cu = kernels::cuda;
   // Shapes where cuDNN's preferred forward algorithms tend to want a workspace (Winograd,
   // FFT, precomputed GEMM), so that none really runs another algorithm.
@@ -247,8 +247,8 @@ TEST_CASE("cuda conv: conv2d_forward given no workspace matches its result with 
     const auto w = random_values<float>(sz(p.O * p.C * p.kH * p.kW), seed + 1);
     std::vector<float> want(sz(out_n));
     std::vector<unsigned char> cpu_ws(kernels::cpu::conv2d_forward_workspace_bytes<float>(p, 1));
-    kernels::cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, want.data(),
-                                        cpu_ws.data(), cpu_ws.size());
+    kernels::cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, want.data(), cpu_ws.data(),
+                                        cpu_ws.size());
     DeviceBuffer<float> dx(x), dw(w), preferred(sz(out_n)), none(sz(out_n));
     const std::size_t bytes = cu::conv2d_forward_workspace_bytes<float>(p, 1);
     with_workspace += bytes > 0;
@@ -284,8 +284,10 @@ class MemoryLimitGuard {
 
 }  // namespace
 
-TEST_CASE("cuda conv: when the GPU cannot give the preferred workspace, conv2d and its backward "
-          "run a cheaper algorithm instead of failing", "[cuda]") {
+TEST_CASE(
+    "cuda conv: when the GPU cannot give the preferred workspace, conv2d and its backward "
+    "run a cheaper algorithm instead of failing",
+    "[cuda]") {
   namespace cu = kernels::cuda;
   // Small tensors (at most 512 KiB each: the allocator's small pool) with kernels for which
   // cuDNN's preferred algorithms may want workspaces of megabytes (FFT, Winograd): the shape
@@ -304,9 +306,9 @@ TEST_CASE("cuda conv: when the GPU cannot give the preferred workspace, conv2d a
     if (std::max({f, bi, bw}) > std::max({forward, backward_input, backward_weight}))
       p = candidate, forward = f, backward_input = bi, backward_weight = bw;
   }
-  INFO("N=" << p.N << " C=" << p.C << " H=" << p.H << " W=" << p.W << " O=" << p.O
-            << " k=" << p.kH << "; preferred workspaces: forward " << forward
-            << ", backward input " << backward_input << ", backward weight " << backward_weight);
+  INFO("N=" << p.N << " C=" << p.C << " H=" << p.H << " W=" << p.W << " O=" << p.O << " k=" << p.kH
+            << "; preferred workspaces: forward " << forward << ", backward input "
+            << backward_input << ", backward weight " << backward_weight);
 
   // The CPU reference.
   Tensor x = randn({p.N, p.C, p.H, p.W}), w = randn({p.O, p.C, p.kH, p.kW}), b = randn({p.O});

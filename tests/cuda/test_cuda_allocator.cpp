@@ -3,8 +3,8 @@
 // segments mapped and unmapped through the virtual memory API, the device's free memory
 // in memory_summary, out-of-memory with its message, and pinned host memory from
 // cudaHostAlloc reused only after the copy reading it has finished.
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -209,9 +209,7 @@ TEST_CASE("cuda elementwise: unary and binary ops, float32", "[cuda]") {
 TEST_CASE("cuda elementwise: unary and binary ops, float64", "[cuda]") {
   check_float_type<double>();
 }
-TEST_CASE("cuda elementwise: unary and binary ops, float16", "[cuda]") {
-  check_float_type<Half>();
-}
+TEST_CASE("cuda elementwise: unary and binary ops, float16", "[cuda]") { check_float_type<Half>(); }
 TEST_CASE("cuda elementwise: unary and binary ops, bfloat16", "[cuda]") {
   check_float_type<BFloat16>();
 }

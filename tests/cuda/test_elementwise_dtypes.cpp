@@ -27,14 +27,22 @@ using storage_t = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
 
 template <class T>
 const char* name_of() {
-  if constexpr (std::is_same_v<T, float>) return "float32";
-  else if constexpr (std::is_same_v<T, double>) return "float64";
-  else if constexpr (std::is_same_v<T, Half>) return "float16";
-  else if constexpr (std::is_same_v<T, BFloat16>) return "bfloat16";
-  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
-  else return "bool";
+  if constexpr (std::is_same_v<T, float>)
+    return "float32";
+  else if constexpr (std::is_same_v<T, double>)
+    return "float64";
+  else if constexpr (std::is_same_v<T, Half>)
+    return "float16";
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return "bfloat16";
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return "int64";
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return "uint8";
+  else
+    return "bool";
 }
 
 // How an operand lies over a [rows, cols] loop.
@@ -56,9 +64,18 @@ cpu::StridedLoop make_loop(std::int64_t rows, std::int64_t cols, const std::vect
     loop.data[k] = static_cast<char*>(data[k]);
     const std::int64_t e = element_sizes[k];
     switch (layouts[k]) {
-      case Layout::Dense: loop.strides[k][0] = cols * e; loop.strides[k][1] = e; break;
-      case Layout::Transposed: loop.strides[k][0] = e; loop.strides[k][1] = rows * e; break;
-      case Layout::Scalar: loop.strides[k][0] = 0; loop.strides[k][1] = 0; break;
+      case Layout::Dense:
+        loop.strides[k][0] = cols * e;
+        loop.strides[k][1] = e;
+        break;
+      case Layout::Transposed:
+        loop.strides[k][0] = e;
+        loop.strides[k][1] = rows * e;
+        break;
+      case Layout::Scalar:
+        loop.strides[k][0] = 0;
+        loop.strides[k][1] = 0;
+        break;
     }
   }
   return loop;

@@ -110,18 +110,10 @@ void check_all_shapes() {
 
 }  // namespace
 
-TEST_CASE("cuda loss: float32 matches the CPU", "[cuda]") {
-  check_all_shapes<float>();
-}
-TEST_CASE("cuda loss: float64 matches the CPU", "[cuda]") {
-  check_all_shapes<double>();
-}
-TEST_CASE("cuda loss: float16 matches the CPU", "[cuda]") {
-  check_all_shapes<Half>();
-}
-TEST_CASE("cuda loss: bfloat16 matches the CPU", "[cuda]") {
-  check_all_shapes<BFloat16>();
-}
+TEST_CASE("cuda loss: float32 matches the CPU", "[cuda]") { check_all_shapes<float>(); }
+TEST_CASE("cuda loss: float64 matches the CPU", "[cuda]") { check_all_shapes<double>(); }
+TEST_CASE("cuda loss: float16 matches the CPU", "[cuda]") { check_all_shapes<Half>(); }
+TEST_CASE("cuda loss: bfloat16 matches the CPU", "[cuda]") { check_all_shapes<BFloat16>(); }
 
 TEST_CASE("cuda loss: zero rows write total_weight 0 and the reduced value", "[cuda]") {
   for (cpu::Reduction r : {cpu::Reduction::Mean, cpu::Reduction::Sum}) {

@@ -72,7 +72,7 @@ TEMPLATE_TEST_CASE("cuda adamw_step matches the CPU", "[cuda][optim]", float, do
 
 TEST_CASE("cuda optimizer steps on zero elements do nothing", "[cuda][optim]") {
   kernels::cuda::sgd_step<float>(nullptr, nullptr, nullptr, 0, 0.1, 0.9, 0, 0, false, true);
-  kernels::cuda::adamw_step<float>(nullptr, nullptr, nullptr, nullptr, 0, 1e-3, 0.9, 0.999, 1e-8,
-                                   0, 1);
+  kernels::cuda::adamw_step<float>(nullptr, nullptr, nullptr, nullptr, 0, 1e-3, 0.9, 0.999, 1e-8, 0,
+                                   1);
   SUCCEED("no launch, no error");
 }

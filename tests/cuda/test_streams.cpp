@@ -1,8 +1,8 @@
 // kernels/cuda/stream.h on a real device: ops under a StreamGuard run on its stream (held back by
 // a gate to prove it), memset_bytes on the current stream, stream_wait_stream ordering two
 // streams, and the per-device copy stream that must not serialise with the default stream.
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -54,7 +54,7 @@ TEST_CASE("cuda tensor: to(cuda) and back keeps every dtype's values, strided so
     const Tensor back = on_gpu.cpu();
     CHECK(back.is_cpu());
     CHECK(identical(back, source));
-    CHECK(on_gpu.to(kGpu).is_alias_of(on_gpu));  // already there
+    CHECK(on_gpu.to(kGpu).is_alias_of(on_gpu));      // already there
     CHECK(identical(on_gpu.clone().cpu(), source));  // a device-to-device copy
   }
   CHECK(ones({3}).cuda().toString() == "CUDAFloatType");
@@ -109,7 +109,7 @@ TEST_CASE("cuda tensor: elementwise, reductions, matmul and softmax match the CP
   manual_seed(3);
   const Tensor a = randn({5, 7}), b = randn({7}), m = randn({7, 4});
   const Tensor ga = a.cuda(), gb = b.cuda(), gm = m.cuda();
-  CHECK(max_relative_difference(add(ga, gb), add(a, b)) < 1e-6);           // broadcasting
+  CHECK(max_relative_difference(add(ga, gb), add(a, b)) < 1e-6);  // broadcasting
   CHECK(max_relative_difference(mul(ga.t(), 3.0), mul(a.t(), 3.0)) <
         1e-6);  // strided, scalar operand
   CHECK(max_relative_difference(relu(ga), relu(a)) == 0);
@@ -235,8 +235,7 @@ TEST_CASE("cuda tensor: copies to a second device, from pinned memory and from t
   CHECK(kernels::cuda::current_device() == 0);
 }
 
-TEST_CASE("cuda tensor: ops on the second device run there while the first is current",
-          "[cuda]") {
+TEST_CASE("cuda tensor: ops on the second device run there while the first is current", "[cuda]") {
   if (cuda::device_count() < 2) {
     WARN("one CUDA device here: ops on a second device are not exercised");
     return;

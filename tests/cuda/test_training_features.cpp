@@ -19,10 +19,10 @@
 #include "tests/cuda/tensor_compare.h"
 
 using namespace frugal;
+using Catch::Matchers::Contains;
 using frugal::test::bitwise_equal;
 using frugal::test::kGpu;
 using frugal::test::max_relative_difference;
-using Catch::Matchers::Contains;
 
 // ---------------------------------------------------------------------------------------------
 // clip_grad_norm_

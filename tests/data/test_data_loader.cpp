@@ -127,8 +127,8 @@ TEST_CASE("data loader: a DistributedSampler's share of the dataset per rank") {
   auto set = std::make_shared<CountingDataset>(10);
   std::vector<float> all;
   for (std::int64_t rank = 0; rank < 3; ++rank) {
-    auto sampler = std::make_shared<DistributedSampler>(10, 3, rank,
-                                                        DistributedSamplerOptions{.shuffle = false});
+    auto sampler = std::make_shared<DistributedSampler>(
+        10, 3, rank, DistributedSamplerOptions{.shuffle = false});
     DataLoader loader(set, sampler, {.batch_size = 3, .num_workers = 2});
     CHECK(loader.num_batches() == 2);
     std::vector<std::int64_t> sizes;

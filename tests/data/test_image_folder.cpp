@@ -161,7 +161,11 @@ TEST_CASE(
   CHECK_THAT(error_of(odd), Contains(odd) && Contains("8x8x1") && Contains("6x6x1"));
 
   DataLoader strict(set, {.batch_size = 4, .shuffle = false, .num_workers = 2});
-  CHECK_THROWS_AS([&] { for (Batch& b : strict) (void)b; }(), SampleError);
+  CHECK_THROWS_AS(
+      [&] {
+        for (Batch& b : strict) (void)b;
+      }(),
+      SampleError);
   DataLoader lenient(set, {.batch_size = 4, .shuffle = true, .num_workers = 2, .skip_bad = true});
   std::int64_t samples = 0;
   for (Batch& b : lenient) samples += b.data.size(0);

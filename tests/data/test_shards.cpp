@@ -174,8 +174,10 @@ TEST_CASE(
   ShardWriter writer(dir.file("enc"), ShardEncoding::Encoded, {}, kClasses, 100);
   const Bytes png = png_bytes(6, 5, 1);
   for (int i = 0; i < 6; ++i) {
-    if (i == 4) writer.add_encoded(png.data(), png.size() / 2, 0);  // stored truncated
-    else writer.add_encoded(png.data(), png.size(), i % 2);
+    if (i == 4)
+      writer.add_encoded(png.data(), png.size() / 2, 0);  // stored truncated
+    else
+      writer.add_encoded(png.data(), png.size(), i % 2);
   }
   const auto files = writer.finish();
   auto set = std::make_shared<ShardDataset>(files);

@@ -88,7 +88,8 @@ TEST_CASE("ddp: construction broadcasts parameters and buffers from rank 0") {
   }
 }
 
-TEST_CASE("ddp: buckets hold every gradient once, in allocator memory; no_sync skips the reduction") {
+TEST_CASE(
+    "ddp: buckets hold every gradient once, in allocator memory; no_sync skips the reduction") {
   auto& g = test::world();
   auto model = nn::mlp();
   const std::size_t before = alloc::cpu_allocator().memory_allocated();
@@ -175,8 +176,7 @@ TEST_CASE("ddp: buffers are rank 0's again before each forward that records grad
   };
   auto buffers_are = [&](double v) {
     for (Tensor b : cnn->buffers())
-      if (b.is_floating_point() &&
-          (b.max().item<double>() != v || b.min().item<double>() != v))
+      if (b.is_floating_point() && (b.max().item<double>() != v || b.min().item<double>() != v))
         return false;
     return true;
   };

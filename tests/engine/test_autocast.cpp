@@ -35,24 +35,42 @@ ScalarType run_op(Op op, ScalarType in) {
   const Tensor w = randn({5, 6}, kFloat32, &gen);
   const Tensor target = randint(0, 6, {4}, kInt64, &gen);
   switch (op) {
-    case Op::kMm: return mm(x, w.t()).dtype();
-    case Op::kBmm: return bmm(x.unsqueeze(0), w.t().unsqueeze(0)).dtype();
-    case Op::kLinear: return linear(x, w, zeros({5})).dtype();
-    case Op::kConv2d: return conv2d(x.view({1, 1, 4, 6}), randn({2, 1, 3, 3}), zeros({2})).dtype();
-    case Op::kSoftmax: return softmax(x, 1).dtype();
-    case Op::kLogSoftmax: return log_softmax(x, 1).dtype();
-    case Op::kCrossEntropy: return cross_entropy(x, target).dtype();
-    case Op::kNllLoss: return nll_loss(x, target).dtype();
-    case Op::kSum: return sum(x).dtype();
-    case Op::kMean: return mean(x, {1}).dtype();
-    case Op::kVar: return var(x, {1}).dtype();
-    case Op::kExp: return exp(x).dtype();
-    case Op::kLog: return log(x).dtype();
-    case Op::kPow: return pow(x, 2).dtype();
-    case Op::kAdd: return add(x, w.narrow(0, 0, 4)).dtype();
-    case Op::kSub: return sub(x, w.narrow(0, 0, 4)).dtype();
-    case Op::kMul: return mul(x, w.narrow(0, 0, 4)).dtype();
-    case Op::kDiv: return div(x, w.narrow(0, 0, 4)).dtype();
+    case Op::kMm:
+      return mm(x, w.t()).dtype();
+    case Op::kBmm:
+      return bmm(x.unsqueeze(0), w.t().unsqueeze(0)).dtype();
+    case Op::kLinear:
+      return linear(x, w, zeros({5})).dtype();
+    case Op::kConv2d:
+      return conv2d(x.view({1, 1, 4, 6}), randn({2, 1, 3, 3}), zeros({2})).dtype();
+    case Op::kSoftmax:
+      return softmax(x, 1).dtype();
+    case Op::kLogSoftmax:
+      return log_softmax(x, 1).dtype();
+    case Op::kCrossEntropy:
+      return cross_entropy(x, target).dtype();
+    case Op::kNllLoss:
+      return nll_loss(x, target).dtype();
+    case Op::kSum:
+      return sum(x).dtype();
+    case Op::kMean:
+      return mean(x, {1}).dtype();
+    case Op::kVar:
+      return var(x, {1}).dtype();
+    case Op::kExp:
+      return exp(x).dtype();
+    case Op::kLog:
+      return log(x).dtype();
+    case Op::kPow:
+      return pow(x, 2).dtype();
+    case Op::kAdd:
+      return add(x, w.narrow(0, 0, 4)).dtype();
+    case Op::kSub:
+      return sub(x, w.narrow(0, 0, 4)).dtype();
+    case Op::kMul:
+      return mul(x, w.narrow(0, 0, 4)).dtype();
+    case Op::kDiv:
+      return div(x, w.narrow(0, 0, 4)).dtype();
     case Op::kBatchNorm:
       return batch_norm(x, ones({6}), zeros({6}), zeros({6}), ones({6}), true, 0.1, 1e-5).dtype();
   }
@@ -63,10 +81,14 @@ ScalarType run_op(Op op, ScalarType in) {
 // What the table's policy means for an input of dtype `in` with autocast dtype `low`.
 ScalarType expected(CastPolicy policy, ScalarType in, ScalarType low) {
   switch (policy) {
-    case CastPolicy::kLowerPrecision: return low;
-    case CastPolicy::kFloat32: return kFloat32;
-    case CastPolicy::kPromote: return promote_types(in, kFloat32);
-    case CastPolicy::kInputDtype: return in;
+    case CastPolicy::kLowerPrecision:
+      return low;
+    case CastPolicy::kFloat32:
+      return kFloat32;
+    case CastPolicy::kPromote:
+      return promote_types(in, kFloat32);
+    case CastPolicy::kInputDtype:
+      return in;
   }
   return in;
 }

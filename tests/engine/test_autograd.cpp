@@ -106,7 +106,10 @@ TEST_CASE("hooks see and may replace gradients; retain_grad keeps a non-leaf's")
   Tensor x = ones({2}, kFloat64).requires_grad_();
   Tensor h = x * 2.0;
   double seen = 0;
-  h.register_hook([&](const Tensor& g) { seen = at(g, 0); return Tensor(); });
+  h.register_hook([&](const Tensor& g) {
+    seen = at(g, 0);
+    return Tensor();
+  });
   const unsigned doubling = x.register_hook([](const Tensor& g) { return g * 2.0; });
   h.retain_grad();
   (h * 5.0).sum().backward();

@@ -138,7 +138,13 @@ TEST_CASE("gradcheck: mul_ in place") {
       random_inputs({{4}}));
 }
 TEST_CASE("gradcheck: relu_ in place") {
-  check([](const Inputs& x) { Tensor y = x[0] * 1.0; y.relu_(); return y; }, {spread({6}, 11)});
+  check(
+      [](const Inputs& x) {
+        Tensor y = x[0] * 1.0;
+        y.relu_();
+        return y;
+      },
+      {spread({6}, 11)});
 }
 TEST_CASE("gradcheck: copy_ in place") {
   check(
@@ -238,16 +244,25 @@ TEST_CASE("gradcheck: conv2d") {
         random_inputs({{2, 3, 5, 5}, {4, 3, 3, 3}, {4}}));
 }
 TEST_CASE("gradcheck: conv2d with stride, padding and dilation") {
-  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2], {2, 1}, {1, 2}, {2, 1}); },
-        random_inputs({{1, 2, 7, 6}, {3, 2, 3, 2}, {3}}));
+  check(
+      [](const Inputs& x) {
+        return conv2d(x[0], x[1], x[2], {2, 1}, {1, 2}, {2, 1});
+      },
+      random_inputs({{1, 2, 7, 6}, {3, 2, 3, 2}, {3}}));
 }
 TEST_CASE("gradcheck: conv2d grouped") {
-  check([](const Inputs& x) { return conv2d(x[0], x[1], {}, {1, 1}, {1, 1}, {1, 1}, 2); },
-        random_inputs({{2, 4, 4, 4}, {6, 2, 3, 3}}));
+  check(
+      [](const Inputs& x) {
+        return conv2d(x[0], x[1], {}, {1, 1}, {1, 1}, {1, 1}, 2);
+      },
+      random_inputs({{2, 4, 4, 4}, {6, 2, 3, 3}}));
 }
 TEST_CASE("gradcheck: conv2d depthwise") {
-  check([](const Inputs& x) { return conv2d(x[0], x[1], x[2], {2, 2}, {1, 1}, {1, 1}, 3); },
-        random_inputs({{2, 3, 6, 5}, {3, 1, 3, 3}, {3}}));
+  check(
+      [](const Inputs& x) {
+        return conv2d(x[0], x[1], x[2], {2, 2}, {1, 1}, {1, 1}, 3);
+      },
+      random_inputs({{2, 3, 6, 5}, {3, 1, 3, 3}, {3}}));
 }
 TEST_CASE("gradcheck: conv2d pointwise (1x1)") {
   check([](const Inputs& x) { return conv2d(x[0], x[1], x[2]); },
@@ -255,13 +270,19 @@ TEST_CASE("gradcheck: conv2d pointwise (1x1)") {
 }
 TEST_CASE("gradcheck: max_pool2d") {
   check([](const Inputs& x) { return max_pool2d(x[0], {2, 2}); }, {spread({2, 2, 4, 4}, 16)});
-  check([](const Inputs& x) { return max_pool2d(x[0], {3, 3}, Int2{2, 2}, {1, 1}, {1, 1}, true); },
-        {spread({1, 2, 5, 6}, 17)});
+  check(
+      [](const Inputs& x) {
+        return max_pool2d(x[0], {3, 3}, Int2{2, 2}, {1, 1}, {1, 1}, true);
+      },
+      {spread({1, 2, 5, 6}, 17)});
 }
 TEST_CASE("gradcheck: avg_pool2d") {
   check([](const Inputs& x) { return avg_pool2d(x[0], {2, 2}); }, random_inputs({{2, 2, 4, 4}}));
-  check([](const Inputs& x) { return avg_pool2d(x[0], {3, 3}, Int2{2, 2}, {1, 1}, true, false); },
-        random_inputs({{1, 2, 5, 6}}));
+  check(
+      [](const Inputs& x) {
+        return avg_pool2d(x[0], {3, 3}, Int2{2, 2}, {1, 1}, true, false);
+      },
+      random_inputs({{1, 2, 5, 6}}));
 }
 TEST_CASE("gradcheck: adaptive_avg_pool2d") {
   check(
@@ -330,11 +351,12 @@ TEST_CASE("gradcheck: nll_loss") {
 // --- A composite: a small CNN end to end ---
 TEST_CASE("gradcheck: conv-bn-relu-pool-linear-cross_entropy chain") {
   const Tensor target = tensor(std::vector<std::int64_t>{1, 0});
-  check([target](const Inputs& x) {
-          Tensor h = conv2d(x[0], x[1], x[2], {1, 1}, {1, 1});
-          h = relu(batch_norm(h, {}, {}, {}, {}, true));
-          h = max_pool2d(h, {2, 2}).flatten(1);
-          return cross_entropy(linear(h, x[3]), target);
-        },
-        random_inputs({{2, 1, 4, 4}, {2, 1, 3, 3}, {2}, {2, 8}}), {1e-6, 1e-5, 1e-3});
+  check(
+      [target](const Inputs& x) {
+        Tensor h = conv2d(x[0], x[1], x[2], {1, 1}, {1, 1});
+        h = relu(batch_norm(h, {}, {}, {}, {}, true));
+        h = max_pool2d(h, {2, 2}).flatten(1);
+        return cross_entropy(linear(h, x[3]), target);
+      },
+      random_inputs({{2, 1, 4, 4}, {2, 1, 3, 3}, {2}, {2, 8}}), {1e-6, 1e-5, 1e-3});
 }

@@ -130,8 +130,8 @@ void check_conv(const Conv2dParams& p, bool with_bias, double rel, std::uint32_t
     INFO("threads " << threads);
     Scratch fws(conv2d_forward_workspace_bytes<T>(p, threads));
     auto out = nan_filled<T>(out_n);
-    conv2d_forward<T>(p, x.data(), w.data(), with_bias ? b.data() : nullptr, out.data(),
-                      fws.data(), fws.size);
+    conv2d_forward<T>(p, x.data(), w.data(), with_bias ? b.data() : nullptr, out.data(), fws.data(),
+                      fws.size);
     require_close(out, ref.out, rel, "output");
 
     Scratch iws(conv2d_backward_input_workspace_bytes<T>(p, threads));
@@ -303,11 +303,10 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
   Scratch ws(one);
   conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), ws.data(), ws.size);
   require_close(out, ref.out, 1e-5, "output");
-  REQUIRE_THROWS_AS(conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), ws.data(),
-                                          one - 1),
-                    Error);
   REQUIRE_THROWS_AS(
-      conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), nullptr, 0), Error);
+      conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), ws.data(), one - 1), Error);
+  REQUIRE_THROWS_AS(conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), nullptr, 0),
+                    Error);
   // A convolution too small to be worth a second thread gets one slot whatever the count.
   const Conv2dParams tiny = make(4, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1);
   REQUIRE(conv2d_forward_workspace_bytes<float>(tiny, 2) ==
@@ -334,10 +333,10 @@ TEST_CASE("conv2d rejects impossible parameters", "[conv]") {
   REQUIRE_NOTHROW(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 1, 1, 2)));
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 1, 1, 3)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 5, 3, 3, 1, 1, 0, 0, 1, 1, 2)), Error);
-  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 2, 5, 6, 3, 3)), Error);           // kernel > input
+  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 2, 5, 6, 3, 3)), Error);  // kernel > input
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, 0, 0, 3, 1)),
-                    Error);                                                       // dilated
-  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 0, 1)), Error);     // stride 0
+                    Error);                                                    // dilated
+  REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 0, 1)), Error);  // stride 0
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 4, 5, 5, 6, 3, 3, 1, 1, -1, 0)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(1, 0, 5, 5, 6, 3, 3)), Error);
   REQUIRE_THROWS_AS(validate_conv2d(make(-1, 4, 5, 5, 6, 3, 3)), Error);

@@ -39,8 +39,7 @@ double at(const T& v) {
 
 // Element (r, c) of op(X), X stored row-major with leading dimension ld.
 template <class T>
-double op_at(const std::vector<T>& x, bool trans, std::int64_t ld, std::int64_t r,
-             std::int64_t c) {
+double op_at(const std::vector<T>& x, bool trans, std::int64_t ld, std::int64_t r, std::int64_t c) {
   return at(trans ? x[c * ld + r] : x[r * ld + c]);
 }
 
@@ -61,8 +60,8 @@ void check_gemm(const GemmCase& g, double rel, std::uint32_t seed) {
   if (g.beta == 0)
     for (auto& x : c) x = T(std::numeric_limits<float>::quiet_NaN());
   const auto c0 = c;
-  gemm<T>(g.ta, g.tb, g.m, g.n, g.k, T(g.alpha), a.data(), lda, b.data(), ldb, T(g.beta),
-          c.data(), ldc);
+  gemm<T>(g.ta, g.tb, g.m, g.n, g.k, T(g.alpha), a.data(), lda, b.data(), ldb, T(g.beta), c.data(),
+          ldc);
   for (std::int64_t i = 0; i < g.m; ++i) {
     for (std::int64_t j = 0; j < g.n; ++j) {
       double ref = 0, mag = 0;
@@ -89,10 +88,14 @@ void check_gemm(const GemmCase& g, double rel, std::uint32_t seed) {
 }
 
 const GemmCase kShapes[] = {
-    {false, false, 1, 1, 1, 0, 1, 0},      {false, false, 3, 5, 7, 0, 1, 0},
-    {false, false, 17, 33, 65, 3, 0.5, 2},  {false, false, 64, 31, 129, 0, -1.5, 1},
-    {false, false, 130, 70, 90, 5, 1, 0},   {false, false, 2, 300, 40, 1, 1, 0.25},
-    {false, false, 5, 4, 0, 2, 1, 0},       {false, false, 5, 4, 0, 0, 1, 3},
+    {false, false, 1, 1, 1, 0, 1, 0},
+    {false, false, 3, 5, 7, 0, 1, 0},
+    {false, false, 17, 33, 65, 3, 0.5, 2},
+    {false, false, 64, 31, 129, 0, -1.5, 1},
+    {false, false, 130, 70, 90, 5, 1, 0},
+    {false, false, 2, 300, 40, 1, 1, 0.25},
+    {false, false, 5, 4, 0, 2, 1, 0},
+    {false, false, 5, 4, 0, 0, 1, 3},
     {false, false, 0, 4, 3, 0, 1, 1},
     {false, false, 40, 300, 64, 3, 0.5, 1},  // wide C: split by columns at 2 threads
 };
@@ -159,18 +162,15 @@ TEST_CASE("gemm_batched matches gemm on each matrix, shared and strided operands
 
 TEST_CASE("gemm rejects negative sizes and short leading dimensions", "[gemm]") {
   std::vector<float> a(64), b(64), c(64);
-  REQUIRE_THROWS_AS(gemm<float>(false, false, -1, 2, 2, 1, a.data(), 2, b.data(), 2, 0, c.data(),
-                                2),
-                    Error);
-  REQUIRE_THROWS_AS(gemm<float>(false, false, 2, 2, 4, 1, a.data(), 3, b.data(), 2, 0, c.data(),
-                                2),
+  REQUIRE_THROWS_AS(
+      gemm<float>(false, false, -1, 2, 2, 1, a.data(), 2, b.data(), 2, 0, c.data(), 2), Error);
+  REQUIRE_THROWS_AS(gemm<float>(false, false, 2, 2, 4, 1, a.data(), 3, b.data(), 2, 0, c.data(), 2),
                     Error);
   REQUIRE_THROWS_AS(gemm<double>(false, true, 2, 5, 4, 1, nullptr, 4, nullptr, 3, 0, nullptr, 5),
                     Error);
-  REQUIRE_THROWS_AS(gemm<float>(false, false, 2, 5, 4, 1, a.data(), 4, b.data(), 5, 0, c.data(),
-                                4),
+  REQUIRE_THROWS_AS(gemm<float>(false, false, 2, 5, 4, 1, a.data(), 4, b.data(), 5, 0, c.data(), 4),
                     Error);
-  REQUIRE_THROWS_AS(gemm_batched<float>(false, false, -2, 2, 2, 2, 1, a.data(), 2, 4, b.data(),
-                                        2, 4, 0, c.data(), 2, 4),
+  REQUIRE_THROWS_AS(gemm_batched<float>(false, false, -2, 2, 2, 2, 1, a.data(), 2, 4, b.data(), 2,
+                                        4, 0, c.data(), 2, 4),
                     Error);
 }

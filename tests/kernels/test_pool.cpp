@@ -105,10 +105,9 @@ void check_max(const Pool2dParams& p, std::uint32_t seed) {
     std::vector<T> gin(gin_ref.size(), T(std::numeric_limits<float>::quiet_NaN()));
     max_pool2d_backward<T>(p, g.data(), idx.data(), gin.data());
     for (std::size_t i = 0; i < gin.size(); ++i)
-      REQUIRE(at(gin[i]) == Approx(gin_ref[i]).margin(std::is_same_v<T, float> ||
-                                                              std::is_same_v<T, double>
-                                                          ? 1e-6
-                                                          : 2e-2));
+      REQUIRE(at(gin[i]) ==
+              Approx(gin_ref[i])
+                  .margin(std::is_same_v<T, float> || std::is_same_v<T, double> ? 1e-6 : 2e-2));
   }
   set_num_threads(2);
 }
@@ -273,16 +272,16 @@ TEST_CASE("adaptive_avg_pool2d matches PyTorch's floor/ceil windows", "[pool]") 
 TEST_CASE("pooling rejects impossible parameters", "[pool]") {
   REQUIRE_NOTHROW(validate_pool2d(make(1, 1, 4, 4, 3, 3, 1, 1, 1, 1), true));
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 2, 2, 2, 0), false),
-                    Error);  // pad > k/2
-  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 0, 2), false), Error);        // stride 0
-  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 2, 4, 3, 3, 1, 1), false), Error);        // too big
+                    Error);                                                        // pad > k/2
+  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 4, 4, 2, 2, 0, 2), false), Error);  // stride 0
+  REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 2, 4, 3, 3, 1, 1), false), Error);  // too big
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 1, 9, 9, 3, 3, 1, 1, 0, 0, 2, 2), true), Error);
   REQUIRE_THROWS_AS(validate_pool2d(make(1, 0, 4, 4, 2, 2, 2, 2), false), Error);
   std::vector<float> x(16), out(4);
   std::vector<std::int64_t> idx(4);
-  REQUIRE_THROWS_AS(max_pool2d_forward<float>(make(1, 1, 4, 4, 0, 2, 2, 2), x.data(), out.data(),
-                                              idx.data()),
-                    Error);
+  REQUIRE_THROWS_AS(
+      max_pool2d_forward<float>(make(1, 1, 4, 4, 0, 2, 2, 2), x.data(), out.data(), idx.data()),
+      Error);
   REQUIRE_THROWS_AS(adaptive_avg_pool2d_forward<float>({1, 1, 4, 4, 0, 2}, x.data(), out.data()),
                     Error);
   // ceil_mode drops a last window that would start in the padding, as PyTorch does.

@@ -46,7 +46,9 @@ std::vector<Field> decode(const std::string& m) {
     const std::uint64_t key = read_varint(m, at);
     Field f{static_cast<int>(key >> 3), static_cast<int>(key & 7), 0, {}};
     switch (f.wire_type) {
-      case 0: f.scalar = read_varint(m, at); break;
+      case 0:
+        f.scalar = read_varint(m, at);
+        break;
       case 1:
         if (at + 8 > m.size()) throw std::runtime_error("protobuf: fixed64 past the end");
         f.scalar = read_le(m, at, 8);
@@ -125,7 +127,8 @@ Event decode_event(const std::string& m) {
           e.values.push_back(decode_value(s.bytes));
         }
         break;
-      default: throw std::runtime_error("Event: unexpected field " + std::to_string(f.number));
+      default:
+        throw std::runtime_error("Event: unexpected field " + std::to_string(f.number));
     }
   }
   return e;

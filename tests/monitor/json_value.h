@@ -120,11 +120,21 @@ class JsonParser {
         if (at_ >= s_.size()) fail("unterminated escape");
         const char e = s_[at_++];
         switch (e) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case 'b': c = '\b'; break;
-          case 'f': c = '\f'; break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
           case 'u': {
             if (at_ + 4 > s_.size()) fail("short \\u escape");
             const unsigned code = static_cast<unsigned>(std::stoul(s_.substr(at_, 4), nullptr, 16));
@@ -137,7 +147,8 @@ class JsonParser {
             }
             break;
           }
-          default: c = e;  // \" \\ \/
+          default:
+            c = e;  // \" \\ \/
         }
       }
       out += c;

@@ -174,12 +174,12 @@ TEST_CASE("GradScaler: float16 gradients that underflow without scaling train wi
   };
   const auto [start, with_scaler, scaled_grads] = train(true);
   const auto [start2, without, plain_grads] = train(false);
-  INFO("mean squared error: start " << start << ", with the scaler " << with_scaler
-                                    << ", without " << without);
+  INFO("mean squared error: start " << start << ", with the scaler " << with_scaler << ", without "
+                                    << without);
   CHECK(scaled_grads);
   CHECK(with_scaler < 0.02f * start);
-  CHECK_FALSE(plain_grads);      // every gradient underflowed to 0
-  CHECK(without == start2);      // so nothing trained
+  CHECK_FALSE(plain_grads);  // every gradient underflowed to 0
+  CHECK(without == start2);  // so nothing trained
 }
 
 TEST_CASE("GradScaler: state_dict round trip and bad options") {
