@@ -39,6 +39,11 @@ enum HotStat : int {
 using HotLanes = std::int64_t __attribute__((vector_size(64)));
 static_assert(kHotStats <= 8);
 
+// Passing a 64-byte vector by value has a different ABI with and without AVX-512, which GCC
+// warns about (-Wpsabi) in the portable build; these functions are inline, and every file
+// that includes this header is compiled with the same flags (the library's baseline).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 class HotCounters {
  public:
   // Removes `removed` and adds `added`, lane by lane, as one update of current, peak and
@@ -102,6 +107,7 @@ class HotCounters {
   Lanes pools_[2];  // indexed by PoolKind
   Array all_current_, all_peak_;
 };
+#pragma GCC diagnostic pop
 
 class PoolCounter {
  public:

@@ -2,6 +2,8 @@
 // are contiguous runs), with hw == 1 blocks of neighbouring channels (a row of [n, c] holds
 // them side by side). A channel's statistics are taken two-pass per plane, in cache, so the
 // forward reads the input from memory twice at most: once for statistics, once to normalise.
+#include "kernels/cpu/isa_variant.h"
+
 #include "kernels/cpu/batch_norm.h"
 
 #include <algorithm>
@@ -14,8 +16,9 @@
 #include "kernels/cpu/accumulate.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/instantiations.h"
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 namespace {
 
@@ -257,10 +260,10 @@ void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const comp
                               compute_t<T>* save_mean, compute_t<T>* save_invstd, bool relu) {
   using C = compute_t<T>;
   const Shape s{n, c, hw};
-  FRUGAL_CHECK(n >= 0 && c >= 0 && hw >= 0 && (c == 0 || n * hw > 1),
-               "batch_norm: expected more than 1 value per channel when training, got input of "
-               "shape [" +
-                   std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(hw) + "]");
+  FRUGAL_CHECK_FORMAT(n >= 0 && c >= 0 && hw >= 0 && (c == 0 || n * hw > 1),
+                      "batch_norm: expected more than 1 value per channel when training, got "
+                      "input of shape [{}, {}, {}]",
+                      n, c, hw);
   for_each_block(s, [&](std::int64_t ch0, int w) {
     Moments m[kBlock];
     C scale[kBlock], shift[kBlock];
@@ -358,23 +361,6 @@ void batch_norm_backward_eval(const T* grad_y, const T* x, const compute_t<T>* w
   });
 }
 
-#define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
-  template void batch_norm_forward_train<T>(const T*, const compute_t<T>*, const compute_t<T>*,    \
-                                            compute_t<T>*, compute_t<T>*, std::int64_t,            \
-                                            std::int64_t, std::int64_t, double, double, T*,        \
-                                            compute_t<T>*, compute_t<T>*, bool);                   \
-  template void batch_norm_forward_eval<T>(const T*, const compute_t<T>*, const compute_t<T>*,     \
-                                           const compute_t<T>*, const compute_t<T>*, std::int64_t, \
-                                           std::int64_t, std::int64_t, double, T*, bool);          \
-  template void batch_norm_backward_train<T>(                                                      \
-      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*,           \
-      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);                 \
-  template void batch_norm_backward_eval<T>(                                                       \
-      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*, double,   \
-      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);
-FRUGAL_INSTANTIATE_BATCH_NORM(float)
-FRUGAL_INSTANTIATE_BATCH_NORM(double)
-FRUGAL_INSTANTIATE_BATCH_NORM(Half)
-FRUGAL_INSTANTIATE_BATCH_NORM(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_BATCH_NORM)
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -4,11 +4,13 @@
 // plane at a fixed flat offset, so a whole output plane is a sum of shifted, contiguous rows:
 // long loops the compiler vectorises, whatever the stride. Rows are computed Wq wide (the
 // last columns are junk, dropped on store) so that one flat loop covers the whole plane.
+#include "kernels/cpu/isa_variant.h"
+
 #include <algorithm>
 
 #include "kernels/cpu/conv_internal.h"
 
-namespace frugal::kernels::cpu::conv_detail {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
 namespace {
 
@@ -389,4 +391,4 @@ FRUGAL_INSTANTIATE_DEPTHWISE(Half)
 FRUGAL_INSTANTIATE_DEPTHWISE(BFloat16)
 #undef FRUGAL_INSTANTIATE_DEPTHWISE
 
-}  // namespace frugal::kernels::cpu::conv_detail
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

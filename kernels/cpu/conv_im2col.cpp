@@ -1,12 +1,14 @@
 // The general convolution path: per sample and group, im2col over a tile of output rows, then
 // one gemm; grad input is gemm + col2im; grad weight sums per-thread gemms, then reduces.
+#include "kernels/cpu/isa_variant.h"
+
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/conv_internal.h"
 #include "kernels/cpu/gemm.h"
 
-namespace frugal::kernels::cpu::conv_detail {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
 namespace {
 
@@ -338,4 +340,4 @@ FRUGAL_INSTANTIATE_IM2COL(Half)
 FRUGAL_INSTANTIATE_IM2COL(BFloat16)
 #undef FRUGAL_INSTANTIATE_IM2COL
 
-}  // namespace frugal::kernels::cpu::conv_detail
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

@@ -2,6 +2,8 @@
 // one region per thread "slot"), how slots are run in parallel, and the paths' entry points.
 #pragma once
 
+#include "kernels/cpu/isa_variant.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +11,7 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/parallel.h"
 
-namespace frugal::kernels::cpu::conv_detail {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
 inline constexpr std::size_t kAlign = 64;
 
@@ -185,4 +187,4 @@ inline std::int64_t depthwise_weight_units(const Conv2dParams& p) {
   return std::min(p.C, work_units(p));
 }
 
-}  // namespace frugal::kernels::cpu::conv_detail
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

@@ -4,6 +4,8 @@
 // writes the output once where a GEMM through Eigen first zeroes it; the workspace then
 // holds the packed weights. (The same kernel for the input gradient measured slower than
 // the GEMM on mobilenet's layers, so that stays a GEMM.)
+#include "kernels/cpu/isa_variant.h"
+
 #include <algorithm>
 #include <type_traits>
 
@@ -11,7 +13,7 @@
 #include "kernels/cpu/flat_correlate.h"
 #include "kernels/cpu/gemm.h"
 
-namespace frugal::kernels::cpu::conv_detail {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
 namespace {
 
@@ -173,4 +175,4 @@ FRUGAL_INSTANTIATE_POINTWISE(float)
 FRUGAL_INSTANTIATE_POINTWISE(double)
 #undef FRUGAL_INSTANTIATE_POINTWISE
 
-}  // namespace frugal::kernels::cpu::conv_detail
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

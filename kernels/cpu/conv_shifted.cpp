@@ -6,6 +6,8 @@
 // For float on AVX-512, when a sample's output fits one tile, the taps' GEMMs give way to
 // one register-blocked kernel for all taps (flat_correlate.h), forward and backward to the
 // input; the weight gradient stays a GEMM per tap (depth: a whole sample's positions).
+#include "kernels/cpu/isa_variant.h"
+
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -15,7 +17,7 @@
 #include "kernels/cpu/flat_correlate.h"
 #include "kernels/cpu/gemm.h"
 
-namespace frugal::kernels::cpu::conv_detail {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
 namespace {
 
@@ -428,4 +430,4 @@ FRUGAL_INSTANTIATE_SHIFTED(Half)
 FRUGAL_INSTANTIATE_SHIFTED(BFloat16)
 #undef FRUGAL_INSTANTIATE_SHIFTED
 
-}  // namespace frugal::kernels::cpu::conv_detail
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

@@ -5,6 +5,8 @@
 // included (AVX512_BF16's vcvtneps2bf16 would flush subnormals, so it is not used).
 #pragma once
 
+#include "kernels/cpu/isa_variant.h"
+
 #include <cstdint>
 #include <type_traits>
 
@@ -15,7 +17,7 @@
 #define FRUGAL_CONVERT_AVX512 1
 #endif
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 #if FRUGAL_CONVERT_AVX512
 namespace convert_detail {
@@ -88,4 +90,4 @@ inline void from_float(const float* src, T* dst, std::int64_t n, float add = 0.0
   }
 }
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -4,6 +4,8 @@
 // 12 output channels and 32 positions: 24 accumulators; per (input channel, tap), two loads
 // of the input at the tap's shift and 12 broadcast weights, 24 fused multiply-adds. The last
 // block of positions is masked, so nothing past Q is read or written.
+#include "kernels/cpu/isa_variant.h"
+
 #include "kernels/cpu/flat_correlate.h"
 
 #include <algorithm>
@@ -13,7 +15,7 @@
 #include <immintrin.h>
 #endif
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 #if defined(__AVX512F__)
 
@@ -149,4 +151,4 @@ void flat_correlate_weight_grad(std::int64_t, std::int64_t, const std::int64_t*,
 
 #endif
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -6,10 +6,12 @@
 // multiply-adds, where a GEMM per tap would store and reload them after every tap.
 #pragma once
 
+#include "kernels/cpu/isa_variant.h"
+
 #include <algorithm>
 #include <cstdint>
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 // Whether this build and this CPU run the kernel (AVX-512F); callers fall back otherwise.
 bool flat_correlate_available();
@@ -55,4 +57,4 @@ void flat_correlate_weight_grad(std::int64_t O, std::int64_t C, const std::int64
                                 std::int64_t channel_stride, std::int64_t in_sample_stride,
                                 std::int64_t samples, std::int64_t Q, float* dw);
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -1,5 +1,7 @@
 // gemm over raw row-major pointers: float and double map the operands in place for Eigen's
 // GEMM (no copy, so the speed is Eigen's own); 16-bit types multiply float tiles on the stack.
+#include "kernels/cpu/isa_variant.h"
+
 #include "kernels/cpu/gemm.h"
 
 #include <Eigen/Core>
@@ -10,8 +12,9 @@
 #include "common/error.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/instantiations.h"
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 namespace {
 
@@ -24,16 +27,14 @@ using MutMap = Eigen::Map<RowMat<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 void check_args(const char* name, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                 std::int64_t k, std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
-  FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0,
-               std::string(name) + ": negative size m=" + std::to_string(m) +
-                   " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  FRUGAL_CHECK_FORMAT(m >= 0 && n >= 0 && k >= 0, "{}: negative size m={} n={} k={}", name, m, n,
+                      k);
   const std::int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
   // An empty operand may carry any leading dimension, so 0 is accepted when a row is empty.
-  FRUGAL_CHECK(lda >= a_cols && ldb >= b_cols && ldc >= n,
-               std::string(name) + ": leading dimension smaller than a row (lda=" +
-                   std::to_string(lda) + " for " + std::to_string(a_cols) +
-                   " columns, ldb=" + std::to_string(ldb) + " for " + std::to_string(b_cols) +
-                   ", ldc=" + std::to_string(ldc) + " for " + std::to_string(n) + ")");
+  FRUGAL_CHECK_FORMAT(lda >= a_cols && ldb >= b_cols && ldc >= n,
+                      "{}: leading dimension smaller than a row (lda={} for {} columns, ldb={} "
+                      "for {}, ldc={} for {})",
+                      name, lda, a_cols, ldb, b_cols, ldc, n);
 }
 
 // The scalar factor and the transposes fold into Eigen's GEMM call; noalias() keeps Eigen
@@ -192,7 +193,7 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
                   const T* b, std::int64_t ldb, std::int64_t stride_b, T beta, T* c,
                   std::int64_t ldc, std::int64_t stride_c) {
   check_args("gemm_batched", trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  FRUGAL_CHECK(batch >= 0, "gemm_batched: negative batch " + std::to_string(batch));
+  FRUGAL_CHECK_FORMAT(batch >= 0, "gemm_batched: negative batch {}", batch);
   // Splitting the batch across threads needs no synchronisation inside a product, so it wins
   // whenever the matrices are too small for Eigen to thread well or the split is balanced.
   const std::int64_t threads = get_num_threads();
@@ -214,16 +215,6 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
   }
 }
 
-#define FRUGAL_INSTANTIATE_GEMM(T)                                                               \
-  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,       \
-                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);              \
-  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,            \
-                                std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
-                                std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
-FRUGAL_INSTANTIATE_GEMM(float)
-FRUGAL_INSTANTIATE_GEMM(double)
-FRUGAL_INSTANTIATE_GEMM(Half)
-FRUGAL_INSTANTIATE_GEMM(BFloat16)
-#undef FRUGAL_INSTANTIATE_GEMM
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM)
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

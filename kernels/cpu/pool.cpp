@@ -1,5 +1,7 @@
 // Max, average and adaptive average pooling, forward and backward, one input plane per task.
 // Window bounds and tie/NaN rules follow PyTorch's CPU kernels so results match it exactly.
+#include "kernels/cpu/isa_variant.h"
+
 #include "kernels/cpu/pool.h"
 
 #include <algorithm>
@@ -12,18 +14,11 @@
 #include "common/error.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/instantiations.h"
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
 namespace {
-
-std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
-                      std::int64_t dilation, bool ceil_mode) {
-  const std::int64_t span = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  std::int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
 
 // Planes per task: enough work per chunk that small tensors are not split at all.
 std::int64_t plane_grain(std::int64_t plane_elems) {
@@ -35,51 +30,6 @@ std::int64_t plane_grain(std::int64_t plane_elems) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -(-a / b);
 }
-
-std::string describe(const Pool2dParams& p) {
-  auto s = [](std::int64_t v) { return std::to_string(v); };
-  return "input [" + s(p.N) + ", " + s(p.C) + ", " + s(p.H) + ", " + s(p.W) + "], kernel " +
-         s(p.kH) + "x" + s(p.kW) + ", stride " + s(p.stride_h) + "x" + s(p.stride_w) +
-         ", padding " + s(p.pad_h) + "x" + s(p.pad_w) + ", dilation " + s(p.dilation_h) + "x" +
-         s(p.dilation_w) + (p.ceil_mode ? ", ceil_mode" : "");
-}
-
-}  // namespace
-
-std::int64_t Pool2dParams::out_h() const {
-  return pool_out(H, kH, stride_h, pad_h, dilation_h, ceil_mode);
-}
-std::int64_t Pool2dParams::out_w() const {
-  return pool_out(W, kW, stride_w, pad_w, dilation_w, ceil_mode);
-}
-
-void validate_pool2d(const Pool2dParams& p, bool average) {
-  const char* problem = nullptr;
-  if (p.N < 0 || p.C < 1 || p.H < 1 || p.W < 1) {
-    problem = "sizes must be at least 1 (the batch may be 0)";
-  } else if (p.kH < 1 || p.kW < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
-             p.dilation_w < 1) {
-    problem = "kernel, stride and dilation must be at least 1";
-  } else if (average && (p.dilation_h != 1 || p.dilation_w != 1)) {
-    problem = "average pooling has no dilation";
-  } else if (p.pad_h < 0 || p.pad_w < 0 || p.pad_h > p.kH / 2 || p.pad_w > p.kW / 2) {
-    problem = "padding must be between 0 and half the kernel size";
-  } else if (p.out_h() < 1 || p.out_w() < 1) {
-    problem = "the output would be empty (kernel larger than the padded input)";
-  }
-  FRUGAL_CHECK(problem == nullptr, std::string(average ? "avg_pool2d: " : "max_pool2d: ") +
-                                       (problem ? problem : "") + " (" + describe(p) + ")");
-}
-
-void validate_adaptive_pool2d(const AdaptivePool2dParams& p) {
-  FRUGAL_CHECK(p.N >= 0 && p.C >= 1 && p.H >= 1 && p.W >= 1 && p.out_h >= 1 && p.out_w >= 1,
-               "adaptive_avg_pool2d: sizes must be at least 1 (the batch may be 0): input [" +
-                   std::to_string(p.N) + ", " + std::to_string(p.C) + ", " + std::to_string(p.H) +
-                   ", " + std::to_string(p.W) + "], output " + std::to_string(p.out_h) + "x" +
-                   std::to_string(p.out_w));
-}
-
-namespace {
 
 #if FRUGAL_CONVERT_AVX512
 // 16 elements of T as floats, and back (exact for a maximum: it was one of the inputs).
@@ -239,9 +189,9 @@ void max_pool2d_forward(const Pool2dParams& p, const T* input, T* output, std::i
 template <class T>
 void max_pool2d_forward_compact(const Pool2dParams& p, const T* input, T* output,
                                 std::uint8_t* window_index) {
-  FRUGAL_CHECK(p.kH * p.kW <= 256, "max_pool2d: a " + std::to_string(p.kH) + "x" +
-                                       std::to_string(p.kW) +
-                                       " window has more places than a one-byte index holds");
+  FRUGAL_CHECK_FORMAT(p.kH * p.kW <= 256,
+                      "max_pool2d: a {}x{} window has more places than a one-byte index holds",
+                      p.kH, p.kW);
   max_pool2d_forward_impl(p, input, output, window_index);
 }
 
@@ -269,8 +219,9 @@ void max_pool2d_backward(const Pool2dParams& p, const T* grad_output, const std:
       }
     }
   });
-  FRUGAL_CHECK(!bad_index.load(), "max_pool2d_backward: an index lies outside its input plane of " +
-                                      std::to_string(HW) + " elements");
+  FRUGAL_CHECK_FORMAT(!bad_index.load(),
+                      "max_pool2d_backward: an index lies outside its input plane of {} elements",
+                      HW);
 }
 
 template <class T>
@@ -477,20 +428,6 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   });
 }
 
-#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
-  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
-  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
-  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
-                                               T*);                                                \
-  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
-  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
-  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
-  template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
-FRUGAL_INSTANTIATE_POOL(float)
-FRUGAL_INSTANTIATE_POOL(double)
-FRUGAL_INSTANTIATE_POOL(Half)
-FRUGAL_INSTANTIATE_POOL(BFloat16)
-#undef FRUGAL_INSTANTIATE_POOL
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_POOL)
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -2,6 +2,8 @@
 // quantized_gemm.h. The GEMM's inner loop is a plain widening dot product of 4 rows of A with 4
 // weight rows at once (16 sums), written so that the compiler vectorises it (with -march=native
 // on a VNNI machine GCC emits vpdpbusd for it); 4 rows measured faster than 1, 2, 6 or 8.
+#include "kernels/cpu/isa_variant.h"
+
 #include "kernels/cpu/quantized_gemm.h"
 
 #include <algorithm>
@@ -12,7 +14,7 @@
 #include "common/error.h"
 #include "kernels/cpu/parallel.h"
 
-namespace frugal::kernels::cpu {
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 namespace {
 
 // Weight rows per block: 32 rows of k <= ~1500 bytes stay in L1 while every row of A uses them.
@@ -113,9 +115,9 @@ template <class Store>
 void gemm_parallel(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint8_t* a,
                    std::int64_t lda, const std::int8_t* b, std::int64_t ldb, const Store& store) {
   FRUGAL_CHECK(m >= 0 && n >= 0 && k >= 0, "quantized gemm: negative size");
-  FRUGAL_CHECK(k <= kMaxQuantizedGemmK, "quantized gemm: k = " + std::to_string(k) +
-                                            " could overflow the int32 sums (at most " +
-                                            std::to_string(kMaxQuantizedGemmK) + ")");
+  FRUGAL_CHECK_FORMAT(k <= kMaxQuantizedGemmK,
+                      "quantized gemm: k = {} could overflow the int32 sums (at most {})", k,
+                      kMaxQuantizedGemmK);
   if (m == 0 || n == 0) return;
   const std::int64_t work_per_row = n * std::max<std::int64_t>(k, 1);
   if (m >= 4 * get_num_threads()) {
@@ -231,4 +233,4 @@ std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std:
   return bad_row.load();
 }
 
-}  // namespace frugal::kernels::cpu
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -37,10 +37,15 @@ void exp_chunk(const T* x, const compute_t<T>* shift, int n, compute_t<T>* buf) 
     using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
     Eigen::Map<Array> out(buf, n);
     Eigen::Map<const Array> in(x, n);
+    // exp(-inf) must be exactly 0 (a masked-out logit weighs nothing), but Eigen's SSE exp,
+    // which the portable baseline build runs, returns a tiny positive number for it.
+    const C minus_inf = -std::numeric_limits<C>::infinity();
     if constexpr (kPerLane) {
-      out = (in - Eigen::Map<const Array>(shift, n)).exp();
+      const auto arg = in - Eigen::Map<const Array>(shift, n);
+      out = (arg == minus_inf).select(C(0), arg.exp());
     } else {
-      out = (in - shift[0]).exp();
+      const auto arg = in - shift[0];
+      out = (arg == minus_inf).select(C(0), arg.exp());
     }
   } else {
     for (int k = 0; k < n; ++k) buf[k] = std::exp(static_cast<C>(x[k]) - shift[kPerLane ? k : 0]);

@@ -1,0 +1,81 @@
+// The element types each CPU kernel is compiled for, as explicit-instantiation lists: used by
+// every level's copy of a kernel file and by isa_dispatch.cpp, so that they always agree.
+// Each list is a macro over T, to be applied to a type list: FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/half.h"
+
+#define FRUGAL_FLOAT_TYPES(X) X(float) X(double) X(Half) X(BFloat16)
+
+#define FRUGAL_INSTANTIATE_GEMM(T)                                                               \
+  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,       \
+                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);              \
+  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,            \
+                                std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
+                                std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
+
+#define FRUGAL_INSTANTIATE_CONV(T)                                                                \
+  template ConvPath conv2d_path<T>(const Conv2dParams&);                                          \
+  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);               \
+  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);        \
+  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);       \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
+                                  std::size_t);                                                   \
+  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
+                                         std::size_t);                                            \
+  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
+                                          std::size_t);
+
+#define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
+  template void batch_norm_forward_train<T>(const T*, const compute_t<T>*, const compute_t<T>*,    \
+                                            compute_t<T>*, compute_t<T>*, std::int64_t,            \
+                                            std::int64_t, std::int64_t, double, double, T*,        \
+                                            compute_t<T>*, compute_t<T>*, bool);                   \
+  template void batch_norm_forward_eval<T>(const T*, const compute_t<T>*, const compute_t<T>*,     \
+                                           const compute_t<T>*, const compute_t<T>*, std::int64_t, \
+                                           std::int64_t, std::int64_t, double, T*, bool);          \
+  template void batch_norm_backward_train<T>(                                                      \
+      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*,           \
+      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);                 \
+  template void batch_norm_backward_eval<T>(                                                       \
+      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*, double,   \
+      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);
+
+#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
+  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
+  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
+                                               T*);                                                \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
+  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
+  template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
+
+#define FRUGAL_NUMERIC_TYPES(X) \
+  X(float) X(double) X(Half) X(BFloat16) X(std::int32_t) X(std::int64_t) X(std::uint8_t)
+#define FRUGAL_ALL_TYPES(X) FRUGAL_NUMERIC_TYPES(X) X(bool)
+
+#define FRUGAL_INSTANTIATE_MATH(T)                                     \
+  template void unary<T>(UnaryOp, const StridedLoop&, double, double); \
+  template void binary<T>(BinaryOp, const StridedLoop&, double, double);
+
+#define FRUGAL_INSTANTIATE_ANY(T)                          \
+  template void compare<T>(CompareOp, const StridedLoop&); \
+  template void where<T>(const StridedLoop&);              \
+  template void fill<T>(const StridedLoop&, T);
+
+#define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
+#define FRUGAL_CASTS_TO(Dst)                                                                \
+  FRUGAL_CAST_PAIR(Dst, float)                                                              \
+  FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) \
+      FRUGAL_CAST_PAIR(Dst, std::int32_t) FRUGAL_CAST_PAIR(Dst, std::int64_t)               \
+          FRUGAL_CAST_PAIR(Dst, std::uint8_t) FRUGAL_CAST_PAIR(Dst, bool)
+
+#define FRUGAL_INSTANTIATE_ELEMENTWISE             \
+  FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH) \
+  FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)      \
+  FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
