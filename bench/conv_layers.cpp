@@ -9,6 +9,7 @@
 #include "common/cli.h"
 #include "common/json_writer.h"
 #include "engine/frugal.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
 
 using namespace frugal;
@@ -70,6 +71,7 @@ int run(int argc, char** argv) {
   }
   if (cli.has("json")) {
     JsonWriter j;
+    j.field("cpu_isa", kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa()));
     j.field("model", model);
     j.field("batch", batch);
     j.raw("layers", "[" + rows + "]");

@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "common/json_writer.h"
 #include "engine/frugal.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
 
 using namespace frugal;
@@ -60,6 +61,7 @@ int run(int argc, char** argv) {
                ratio = bench::median(ratios);
   if (cli.has("json")) {
     JsonWriter j;
+    j.field("cpu_isa", kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa()));
     j.field("size", n);
     j.field("threads", static_cast<std::int64_t>(threads));
     j.field("frugal_gflops", fg);

@@ -7,6 +7,8 @@
 #include <set>
 #include <string>
 
+#include "common/error.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "monitor/proc_files.h"
 
 namespace frugal::monitor {
@@ -109,6 +111,15 @@ CpuInfo cpu_info() {
   info.usable_cores =
       ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : info.logical_cores;
   info.build = compiled_vector_units();
+  namespace isa = kernels::cpu;
+  info.kernels_dispatch = isa::cpu_isa_variants_built();
+  info.kernels_best = isa::cpu_isa_name(isa::supported_cpu_isas().back());
+  info.kernels_description = isa::describe_cpu_isa();
+  try {
+    info.kernels_level = isa::cpu_isa_name(isa::cpu_isa());
+  } catch (const Error&) {
+    info.kernels_level.clear();  // FRUGAL_CPU_ISA names a level this CPU cannot run
+  }
   return info;
 }
 

@@ -200,16 +200,26 @@ std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
               "--ulimit memlock=-1 in docker)");
   }
 
-  // CPU: the kernels' speed depends on the vector units compiled in.
+  // CPU: the kernels' speed depends on the vector units they run with.
   const VectorUnits& cpu = r.cpu.cpu;
   const VectorUnits& build = r.cpu.build;
   if (!cpu.avx2)
     add(L::kWarning, "cpu",
         "no AVX2: frugal's kernels fall back to scalar loops, training is several times slower");
-  if ((cpu.avx2 && !build.avx2) || (cpu.avx512f && !build.avx512f))
+  if (r.cpu.kernels_dispatch) {
+    if (r.cpu.kernels_level.empty())
+      add(L::kError, "cpu", r.cpu.kernels_description + " (every kernel call will fail)");
+    else if (r.cpu.kernels_level != r.cpu.kernels_best)
+      add(L::kNote, "cpu",
+          "kernels run at " + r.cpu.kernels_description + ", below the " + r.cpu.kernels_best +
+              " this CPU supports: unset FRUGAL_CPU_ISA unless comparing levels");
+  } else if ((cpu.avx2 && !build.avx2) || (cpu.avx512f && !build.avx512f)) {
     add(L::kWarning, "cpu",
         "this build does not use all the vector units the CPU has (CPU: " + units_text(cpu) +
-            "; build: " + units_text(build) + "): rebuild on this machine with -DFRUGAL_NATIVE=ON");
+            "; build: " + units_text(build) +
+            "): use the default portable build (it picks kernels at run time) or rebuild on this "
+            "machine with -DFRUGAL_NATIVE=ON");
+  }
   if (!cpu.avx512_bf16)
     add(L::kNote, "amp",
         "no AVX512_BF16: --amp bf16 on the CPU converts to and from bfloat16 without hardware "
@@ -263,6 +273,7 @@ std::string report_text(const MachineReport& r, const std::vector<Advice>& advic
                     std::to_string(r.cpu.usable_cores) + " usable");
   line("vector units", units_text(r.cpu.cpu));
   line("build uses", units_text(r.cpu.build));
+  line("kernels", r.cpu.kernels_description);
   out << "cuda\n";
   line("built with CUDA", r.devices.cuda_built ? "yes" : "no");
   if (r.devices.available()) {
@@ -301,6 +312,10 @@ std::string report_json(const MachineReport& r, const std::vector<Advice>& advic
   cpu.field("usable_cores", static_cast<std::int64_t>(r.cpu.usable_cores));
   cpu.raw("vector_units", units_json(r.cpu.cpu));
   cpu.raw("build_uses", units_json(r.cpu.build));
+  cpu.field("kernels_dispatch", r.cpu.kernels_dispatch);
+  cpu.field("cpu_isa", r.cpu.kernels_level);
+  cpu.field("cpu_isa_best", r.cpu.kernels_best);
+  cpu.field("cpu_isa_description", r.cpu.kernels_description);
   JsonWriter allocator;
   allocator.field("env_set", r.alloc_conf_set);
   allocator.field("env", r.alloc_conf_env);

@@ -17,6 +17,7 @@
 #include "data/distributed_sampler.h"
 #include "data/mnist.h"
 #include "distributed/data_parallel.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "nn/nn.h"
 
 using namespace frugal;
@@ -170,6 +171,7 @@ int run(int argc, char** argv) {
       JsonWriter json;
       json.field("model", cli.get("model"));
       json.field("world_size", static_cast<std::int64_t>(world));
+      json.field("cpu_isa", kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa()));
       json.field("global_batch", global_batch);
       json.field("per_rank_batch", local_batch);
       json.field("steps", step);

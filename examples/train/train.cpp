@@ -26,6 +26,7 @@
 #include "examples/train/data_source.h"
 #include "examples/train/monitoring.h"
 #include "examples/train/step.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
 #include "nn/nn.h"
 
@@ -156,6 +157,9 @@ int run(int argc, char** argv) {
                                                       std::to_string(batch_size) + "), got " +
                                                       std::to_string(accum));
   if (cli.has("threads")) kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
+  // Read the kernels' level now, so that a FRUGAL_CPU_ISA this CPU cannot run stops the run
+  // here with its reason rather than at the first convolution.
+  const std::string cpu_isa = kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa());
   const Device requested(cli.get("device"));
   auto& allocator =
       allocator_for(requested, "--device");  // the clear error for a missing GPU, first
@@ -252,6 +256,7 @@ int run(int argc, char** argv) {
       accum > 1 ? (" in " + std::to_string(accum) + " micro-batches").c_str() : "",
       amp.name.c_str(), kernels::cpu::get_num_threads(),
       static_cast<long long>(source->train_size()), static_cast<long long>(source->test_size()));
+  std::printf("kernels: %s\n", kernels::cpu::describe_cpu_isa().c_str());
   std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(),
               source->kind().c_str(), cli.get_int("workers"),
               cli.has("pin-memory") ? ", pinned batches" : "");
@@ -366,6 +371,7 @@ int run(int argc, char** argv) {
     j.field("skipped_steps", skipped_steps);
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
+    j.field("cpu_isa", cpu_isa);
     j.field("data", source->kind());
     j.field("workers", static_cast<std::int64_t>(cli.get_int("workers")));
     j.field("skipped_samples", source->skipped());

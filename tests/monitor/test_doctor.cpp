@@ -8,6 +8,7 @@
 #include <string>
 
 #include "json_value.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "monitor/host_memory.h"
 
 using frugal::test::JsonValue;
@@ -36,7 +37,7 @@ const std::string doctor = FRUGAL_DOCTOR_PATH;
 }  // namespace
 
 TEST_CASE("frugal-doctor --json reports the machine", "[monitor][doctor]") {
-  const Run r = run("env -u FRUGAL_ALLOC_CONF '" + doctor + "' --json");
+  const Run r = run("env -u FRUGAL_ALLOC_CONF -u FRUGAL_CPU_ISA '" + doctor + "' --json");
   REQUIRE(r.exit_code == 0);
   const JsonValue j = parse_json(r.output);
   const auto system = frugal::monitor::system_memory();
@@ -52,6 +53,11 @@ TEST_CASE("frugal-doctor --json reports the machine", "[monitor][doctor]") {
     CHECK(j["cpu"]["vector_units"][unit].kind == JsonValue::Kind::Bool);
     CHECK(j["cpu"]["build_uses"][unit].kind == JsonValue::Kind::Bool);
   }
+  // The kernels' level: what this process would run, the best of this build here, as named.
+  CHECK(j["cpu"]["kernels_dispatch"].boolean == frugal::kernels::cpu::cpu_isa_variants_built());
+  CHECK(j["cpu"]["cpu_isa"].string ==
+        frugal::kernels::cpu::cpu_isa_name(frugal::kernels::cpu::supported_cpu_isas().back()));
+  CHECK(j["cpu"]["cpu_isa_best"].string == j["cpu"]["cpu_isa"].string);
   const JsonValue& cuda = j["cuda"];
   CHECK(cuda["available"].boolean == !cuda["devices"].array.empty());
   if (!cuda["available"].boolean) CHECK_FALSE(cuda["reason"].string.empty());
@@ -65,6 +71,27 @@ TEST_CASE("frugal-doctor --json reports the machine", "[monitor][doctor]") {
     CHECK((level == "note" || level == "warning" || level == "error"));
     CHECK_FALSE(a["text"].string.empty());
   }
+}
+
+TEST_CASE("frugal-doctor names a forced kernel level, and an impossible one as an error",
+          "[monitor][doctor]") {
+  const Run forced = run("FRUGAL_CPU_ISA=baseline '" + doctor + "' --json");
+  REQUIRE(forced.exit_code == 0);
+  const JsonValue f = parse_json(forced.output);
+  CHECK(f["cpu"]["cpu_isa"].string == "baseline");
+  if (frugal::kernels::cpu::cpu_isa_variants_built())
+    CHECK_THAT(f["cpu"]["cpu_isa_description"].string, Catch::Contains("forced by FRUGAL_CPU_ISA"));
+
+  const Run bad = run("FRUGAL_CPU_ISA=avx3 '" + doctor + "' --json");
+  const JsonValue b = parse_json(bad.output);
+  CHECK(b["cpu"]["cpu_isa"].string.empty());
+  CHECK_THAT(b["cpu"]["cpu_isa_description"].string,
+             Catch::Contains("FRUGAL_CPU_ISA=avx3 is not a level"));
+  bool named = false;
+  for (const JsonValue& a : b["advice"].array)
+    named = named || (a["level"].string == "error" &&
+                      a["text"].string.find("FRUGAL_CPU_ISA=avx3") != std::string::npos);
+  CHECK(named);
 }
 
 TEST_CASE("frugal-doctor shows FRUGAL_ALLOC_CONF as parsed, and a bad one as an error",

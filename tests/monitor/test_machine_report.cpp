@@ -112,6 +112,19 @@ TEST_CASE("Each advice rule fires on the machine it is about", "[monitor][doctor
   CHECK(has_advice(advise(r), L::kNote, "amp", "no AVX512_BF16"));
   r.cpu.build = parse_cpu_flags("avx2 fma f16c");
   CHECK(has_advice(advise(r), L::kWarning, "cpu", "rebuild on this machine"));
+  // With runtime dispatch the kernels pick their level, whatever the library was compiled for;
+  // only a forced level below the best, or an impossible one, is worth saying.
+  r.cpu.kernels_dispatch = true;
+  r.cpu.kernels_level = r.cpu.kernels_best = "avx512";
+  CHECK_FALSE(has_advice(advise(r), L::kWarning, "cpu", "rebuild on this machine"));
+  CHECK_FALSE(has_advice(advise(r), L::kNote, "cpu", "kernels run at"));
+  r.cpu.kernels_level = "avx2";
+  r.cpu.kernels_description = "avx2 (forced by FRUGAL_CPU_ISA; detected avx512)";
+  CHECK(has_advice(advise(r), L::kNote, "cpu", "below the avx512 this CPU supports"));
+  r.cpu.kernels_level.clear();
+  r.cpu.kernels_description = "error: FRUGAL_CPU_ISA=avx3 is not a level";
+  CHECK(has_advice(advise(r), L::kError, "cpu", "FRUGAL_CPU_ISA=avx3 is not a level"));
+  r.cpu.kernels_dispatch = false;
   r.cpu.cpu = r.cpu.build = parse_cpu_flags("sse2");
   CHECK(has_advice(advise(r), L::kWarning, "cpu", "no AVX2"));
   CHECK(has_advice(advise(r), L::kNote, "amp", "no F16C"));
