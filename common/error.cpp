@@ -7,9 +7,7 @@ void throw_error(const char* /*file*/, int /*line*/, const std::string& message)
   throw Error(message);
 }
 
-void throw_error(const char* /*file*/, int /*line*/, const char* message) {
-  throw Error(message);
-}
+void throw_error(const char* /*file*/, int /*line*/, const char* message) { throw Error(message); }
 
 void throw_formatted(const char* /*file*/, int /*line*/, const char* format,
                      std::initializer_list<FormatArg> values) {

@@ -30,14 +30,14 @@ class ConfigError : public Error {
   } while (0)
 
 // The same check with a message made of `format` and values (integers or C strings), each "{}"
-// replaced by the next one: FRUGAL_CHECK_FORMAT(k <= max, "{}: k = {} is above {}", op, k, max). The message is
-// put together in error.cpp, so the caller instantiates no std::string code: the kernels
-// compiled once per instruction-set level (kernels/cpu/isa_variant.h) must define no symbol
+// replaced by the next one: FRUGAL_CHECK_FORMAT(k <= max, "{}: k = {} is above {}", op, k, max).
+// The message is put together in error.cpp, so the caller instantiates no std::string code: the
+// kernels compiled once per instruction-set level (kernels/cpu/isa_variant.h) must define no symbol
 // that another copy could share, and use this form.
-#define FRUGAL_CHECK_FORMAT(condition, format, ...)                                      \
-  do {                                                                                   \
-    if (!(condition)) [[unlikely]]                                                       \
-      ::frugal::detail::throw_formatted(__FILE__, __LINE__, format, {__VA_ARGS__});      \
+#define FRUGAL_CHECK_FORMAT(condition, format, ...)                                 \
+  do {                                                                              \
+    if (!(condition)) [[unlikely]]                                                  \
+      ::frugal::detail::throw_formatted(__FILE__, __LINE__, format, {__VA_ARGS__}); \
   } while (0)
 
 namespace detail {

@@ -16,7 +16,7 @@
 #include "kernels/cpu/accumulate.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/instantiations.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "kernels/cpu/conv_internal.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/instantiations.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 
@@ -175,6 +175,6 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   }
 }
 
-FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_CONV)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_CPU_CONV)
 
 }  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA

@@ -375,20 +375,8 @@ void depthwise_backward_weight(const Conv2dParams& p, const T* grad_output, cons
   });
 }
 
-#define FRUGAL_INSTANTIATE_DEPTHWISE(T)                                                            \
-  template Layout depthwise_forward_layout<T>(const Conv2dParams&);                                \
-  template Layout depthwise_backward_input_layout<T>(const Conv2dParams&);                         \
-  template Layout depthwise_backward_weight_layout<T>(const Conv2dParams&);                        \
-  template void depthwise_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*, \
-                                     std::size_t);                                                 \
-  template void depthwise_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,    \
-                                            std::size_t);                                          \
-  template void depthwise_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*,      \
-                                             void*, std::size_t);
-FRUGAL_INSTANTIATE_DEPTHWISE(float)
-FRUGAL_INSTANTIATE_DEPTHWISE(double)
-FRUGAL_INSTANTIATE_DEPTHWISE(Half)
-FRUGAL_INSTANTIATE_DEPTHWISE(BFloat16)
+#define FRUGAL_INSTANTIATE_DEPTHWISE(T) FRUGAL_INSTANTIATE_CONV_PATH(depthwise, T)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_DEPTHWISE)
 #undef FRUGAL_INSTANTIATE_DEPTHWISE
 
 }  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

@@ -324,20 +324,8 @@ void im2col_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   if (grad_bias) sum_slots<double>(ws, plan.bias, p.O, grad_bias);
 }
 
-#define FRUGAL_INSTANTIATE_IM2COL(T)                                                              \
-  template Layout im2col_forward_layout<T>(const Conv2dParams&);                                  \
-  template Layout im2col_backward_input_layout<T>(const Conv2dParams&);                           \
-  template Layout im2col_backward_weight_layout<T>(const Conv2dParams&);                          \
-  template void im2col_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
-                                  std::size_t);                                                   \
-  template void im2col_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
-                                         std::size_t);                                            \
-  template void im2col_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
-                                          std::size_t);
-FRUGAL_INSTANTIATE_IM2COL(float)
-FRUGAL_INSTANTIATE_IM2COL(double)
-FRUGAL_INSTANTIATE_IM2COL(Half)
-FRUGAL_INSTANTIATE_IM2COL(BFloat16)
+#define FRUGAL_INSTANTIATE_IM2COL(T) FRUGAL_INSTANTIATE_CONV_PATH(im2col, T)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_IM2COL)
 #undef FRUGAL_INSTANTIATE_IM2COL
 
 }  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

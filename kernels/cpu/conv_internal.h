@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
@@ -99,6 +100,13 @@ void sum_slots(const Workspace& ws, std::size_t offset, std::int64_t count, T* o
 }
 
 // One path's three directions; each has a matching layout function for the workspace query.
+// FRUGAL_INSTANTIATE_CONV_PATH(algo, T) instantiates a path's six in its own file.
+#define FRUGAL_INSTANTIATE_CONV_PATH(algo, T)                            \
+  template Layout algo##_forward_layout<T>(const Conv2dParams&);         \
+  template Layout algo##_backward_input_layout<T>(const Conv2dParams&);  \
+  template Layout algo##_backward_weight_layout<T>(const Conv2dParams&); \
+  FRUGAL_INSTANTIATE_CONV_DIRECTIONS(algo, T)
+
 template <class T>
 Layout im2col_forward_layout(const Conv2dParams& p);
 template <class T>

@@ -414,20 +414,8 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
   if (grad_bias) sum_slots<double>(ws, plan.bias, p.O, grad_bias);
 }
 
-#define FRUGAL_INSTANTIATE_SHIFTED(T)                                                              \
-  template Layout shifted_forward_layout<T>(const Conv2dParams&);                                  \
-  template Layout shifted_backward_input_layout<T>(const Conv2dParams&);                           \
-  template Layout shifted_backward_weight_layout<T>(const Conv2dParams&);                          \
-  template void shifted_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
-                                   std::size_t);                                                   \
-  template void shifted_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
-                                          std::size_t);                                            \
-  template void shifted_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
-                                           std::size_t);
-FRUGAL_INSTANTIATE_SHIFTED(float)
-FRUGAL_INSTANTIATE_SHIFTED(double)
-FRUGAL_INSTANTIATE_SHIFTED(Half)
-FRUGAL_INSTANTIATE_SHIFTED(BFloat16)
+#define FRUGAL_INSTANTIATE_SHIFTED(T) FRUGAL_INSTANTIATE_CONV_PATH(shifted, T)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_SHIFTED)
 #undef FRUGAL_INSTANTIATE_SHIFTED
 
 }  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail

@@ -61,6 +61,9 @@ CpuIsa detect() {
 CpuIsa detect() { return CpuIsa::baseline; }
 #endif
 
+// The highest level set_cpu_isa accepts: what cpuid found, where this build has the copies.
+CpuIsa best_supported() { return cpu_isa_variants_built() ? detected_cpu_isa() : CpuIsa::baseline; }
+
 // -1: no set_cpu_isa call yet.
 std::atomic<int> set_level{-1};
 
@@ -85,7 +88,7 @@ EnvChoice read_env() {
   if (!level)
     return {std::nullopt, std::string("FRUGAL_CPU_ISA=") + value +
                               " is not a level; use baseline, avx2, avx512 or avx512_bf16"};
-  if (*level > supported_cpu_isas().back())
+  if (*level > best_supported())
     return {std::nullopt,
             std::string("FRUGAL_CPU_ISA=") + value + ": this CPU supports " + supported_names()};
   return {level, ""};
@@ -108,30 +111,32 @@ CpuIsa cpu_isa() {
   if (chosen >= 0) return static_cast<CpuIsa>(chosen);
   const EnvChoice& env = env_choice();
   FRUGAL_CHECK(env.error.empty(), env.error);
-  return env.level ? *env.level : supported_cpu_isas().back();
+  return env.level ? *env.level : best_supported();
 }
 
 void set_cpu_isa(CpuIsa isa) {
-  FRUGAL_CHECK(isa <= supported_cpu_isas().back(), std::string("set_cpu_isa(") +
-                                                       cpu_isa_name(isa) +
-                                                       "): this CPU supports " + supported_names());
+  FRUGAL_CHECK(isa <= best_supported(), std::string("set_cpu_isa(") + cpu_isa_name(isa) +
+                                            "): this CPU supports " + supported_names());
   set_level.store(static_cast<int>(isa), std::memory_order_relaxed);
 }
 
 std::vector<CpuIsa> supported_cpu_isas() {
   std::vector<CpuIsa> levels;
   for (CpuIsa isa : kAllCpuIsas)
-    if (isa == CpuIsa::baseline || (cpu_isa_variants_built() && isa <= detected_cpu_isa()))
-      levels.push_back(isa);
+    if (isa <= best_supported()) levels.push_back(isa);
   return levels;
 }
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::baseline: return "baseline";
-    case CpuIsa::avx2: return "avx2";
-    case CpuIsa::avx512: return "avx512";
-    case CpuIsa::avx512_bf16: return "avx512_bf16";
+    case CpuIsa::baseline:
+      return "baseline";
+    case CpuIsa::avx2:
+      return "avx2";
+    case CpuIsa::avx512:
+      return "avx512";
+    case CpuIsa::avx512_bf16:
+      return "avx512_bf16";
   }
   return "unknown";
 }

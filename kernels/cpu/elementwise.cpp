@@ -14,7 +14,7 @@
 
 #include "common/half.h"
 #include "kernels/cpu/convert.h"
-#include "kernels/cpu/instantiations.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 

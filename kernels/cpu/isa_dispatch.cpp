@@ -9,9 +9,9 @@
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/instantiations.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/quantized_gemm.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu {
 
@@ -24,10 +24,14 @@ template <class F>
 F* pick(F* baseline_fn, F* avx2_fn, F* avx512_fn, F* avx512_bf16_fn) {
 #if FRUGAL_CPU_VARIANTS
   switch (cpu_isa()) {
-    case CpuIsa::avx512_bf16: return avx512_bf16_fn;
-    case CpuIsa::avx512: return avx512_fn;
-    case CpuIsa::avx2: return avx2_fn;
-    case CpuIsa::baseline: break;
+    case CpuIsa::avx512_bf16:
+      return avx512_bf16_fn;
+    case CpuIsa::avx512:
+      return avx512_fn;
+    case CpuIsa::avx2:
+      return avx2_fn;
+    case CpuIsa::baseline:
+      break;
   }
 #endif
   return baseline_fn;
@@ -36,95 +40,94 @@ F* pick(F* baseline_fn, F* avx2_fn, F* avx512_fn, F* avx512_bf16_fn) {
 }  // namespace
 
 #if FRUGAL_CPU_VARIANTS
-#define FRUGAL_PICK4(...) pick(&baseline::__VA_ARGS__, &avx2::__VA_ARGS__, &avx512::__VA_ARGS__, \
-                               &avx512_bf16::__VA_ARGS__)
-#define FRUGAL_PICK3(...) pick(&baseline::__VA_ARGS__, &avx2::__VA_ARGS__, &avx512::__VA_ARGS__, \
-                               &avx512::__VA_ARGS__)
+#define FRUGAL_PICK4(...) \
+  pick(&baseline::__VA_ARGS__, &avx2::__VA_ARGS__, &avx512::__VA_ARGS__, &avx512_bf16::__VA_ARGS__)
+#define FRUGAL_PICK3(...) \
+  pick(&baseline::__VA_ARGS__, &avx2::__VA_ARGS__, &avx512::__VA_ARGS__, &avx512::__VA_ARGS__)
 #else
 #define FRUGAL_PICK4(...) (&baseline::__VA_ARGS__)
 #define FRUGAL_PICK3(...) (&baseline::__VA_ARGS__)
 #endif
 
 // The copies' declarations: the same signatures as the public headers, once per level.
-#define FRUGAL_DECLARE_COPIES(level)                                                              \
-  namespace level {                                                                               \
-  template <class T>                                                                              \
-  void gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,      \
-            const T*, std::int64_t, T, T*, std::int64_t);                                         \
-  template <class T>                                                                              \
-  void gemm_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, T,        \
+#define FRUGAL_DECLARE_COPIES(level)                                                               \
+  namespace level {                                                                                \
+  template <class T>                                                                               \
+  void gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*, std::int64_t,       \
+            const T*, std::int64_t, T, T*, std::int64_t);                                          \
+  template <class T>                                                                               \
+  void gemm_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, T,         \
                     const T*, std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, T, \
-                    T*, std::int64_t, std::int64_t);                                              \
-  void gemm_u8s8s32(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*, std::int64_t,  \
-                    const std::int8_t*, std::int64_t, std::int32_t*, std::int64_t);               \
-  std::int64_t quantize_rows_symmetric_s8(const float*, std::int64_t, std::int64_t, std::int8_t*, \
-                                          float*, std::int32_t*);                                 \
-  std::int64_t quantize_rows_asymmetric_u8(const float*, std::int64_t, std::int64_t,              \
-                                           std::uint8_t*, float*, std::int32_t*);                 \
-  void quantized_linear_u8s8(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*,       \
-                             std::int64_t, const std::int8_t*, std::int64_t, const float*,        \
-                             const std::int32_t*, const float*, const std::int32_t*,              \
-                             const float*, float*, std::int64_t);                                 \
-  template <class T>                                                                              \
-  ConvPath conv2d_path(const Conv2dParams&);                                                      \
-  template <class T>                                                                              \
-  std::size_t conv2d_forward_workspace_bytes(const Conv2dParams&, int);                           \
-  template <class T>                                                                              \
-  std::size_t conv2d_backward_input_workspace_bytes(const Conv2dParams&, int);                    \
-  template <class T>                                                                              \
-  std::size_t conv2d_backward_weight_workspace_bytes(const Conv2dParams&, int);                   \
-  template <class T>                                                                              \
-  void conv2d_forward(const Conv2dParams&, const T*, const T*, const T*, T*, void*, std::size_t); \
-  template <class T>                                                                              \
-  void conv2d_backward_input(const Conv2dParams&, const T*, const T*, T*, void*, std::size_t);    \
-  template <class T>                                                                              \
-  void conv2d_backward_weight(const Conv2dParams&, const T*, const T*, T*, T*, void*,             \
-                              std::size_t);                                                       \
-  template <class T>                                                                              \
-  void batch_norm_forward_train(const T*, const compute_t<T>*, const compute_t<T>*,               \
-                                compute_t<T>*, compute_t<T>*, std::int64_t, std::int64_t,         \
-                                std::int64_t, double, double, T*, compute_t<T>*, compute_t<T>*,   \
-                                bool);                                                            \
-  template <class T>                                                                              \
-  void batch_norm_forward_eval(const T*, const compute_t<T>*, const compute_t<T>*,                \
-                               const compute_t<T>*, const compute_t<T>*, std::int64_t,            \
-                               std::int64_t, std::int64_t, double, T*, bool);                     \
-  template <class T>                                                                              \
-  void batch_norm_backward_train(const T*, const T*, const compute_t<T>*, const compute_t<T>*,    \
-                                 const compute_t<T>*, std::int64_t, std::int64_t, std::int64_t,   \
-                                 T*, compute_t<T>*, compute_t<T>*);                               \
-  template <class T>                                                                              \
-  void batch_norm_backward_eval(const T*, const T*, const compute_t<T>*, const compute_t<T>*,     \
-                                const compute_t<T>*, double, std::int64_t, std::int64_t,          \
-                                std::int64_t, T*, compute_t<T>*, compute_t<T>*);                  \
-  template <class T>                                                                              \
-  void unary(UnaryOp, const StridedLoop&, double, double);                                        \
-  template <class T>                                                                              \
-  void binary(BinaryOp, const StridedLoop&, double, double);                                      \
-  template <class T>                                                                              \
-  void compare(CompareOp, const StridedLoop&);                                                    \
-  template <class T>                                                                              \
-  void where(const StridedLoop&);                                                                 \
-  template <class T>                                                                              \
-  void fill(const StridedLoop&, T);                                                               \
-  template <class Dst, class Src>                                                                 \
-  void cast(const StridedLoop&);                                                                  \
-  template <class T>                                                                              \
-  void max_pool2d_forward(const Pool2dParams&, const T*, T*, std::int64_t*);                      \
-  template <class T>                                                                              \
-  void max_pool2d_backward(const Pool2dParams&, const T*, const std::int64_t*, T*);               \
-  template <class T>                                                                              \
-  void max_pool2d_forward_compact(const Pool2dParams&, const T*, T*, std::uint8_t*);              \
-  template <class T>                                                                              \
-  void max_pool2d_backward_compact(const Pool2dParams&, const T*, const std::uint8_t*, T*);       \
-  template <class T>                                                                              \
-  void avg_pool2d_forward(const Pool2dParams&, const T*, T*);                                     \
-  template <class T>                                                                              \
-  void avg_pool2d_backward(const Pool2dParams&, const T*, T*);                                    \
-  template <class T>                                                                              \
-  void adaptive_avg_pool2d_forward(const AdaptivePool2dParams&, const T*, T*);                    \
-  template <class T>                                                                              \
-  void adaptive_avg_pool2d_backward(const AdaptivePool2dParams&, const T*, T*);                   \
+                    T*, std::int64_t, std::int64_t);                                               \
+  void gemm_u8s8s32(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*, std::int64_t,   \
+                    const std::int8_t*, std::int64_t, std::int32_t*, std::int64_t);                \
+  std::int64_t quantize_rows_symmetric_s8(const float*, std::int64_t, std::int64_t, std::int8_t*,  \
+                                          float*, std::int32_t*);                                  \
+  std::int64_t quantize_rows_asymmetric_u8(const float*, std::int64_t, std::int64_t,               \
+                                           std::uint8_t*, float*, std::int32_t*);                  \
+  void quantized_linear_u8s8(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*,        \
+                             std::int64_t, const std::int8_t*, std::int64_t, const float*,         \
+                             const std::int32_t*, const float*, const std::int32_t*, const float*, \
+                             float*, std::int64_t);                                                \
+  template <class T>                                                                               \
+  ConvPath conv2d_path(const Conv2dParams&);                                                       \
+  template <class T>                                                                               \
+  std::size_t conv2d_forward_workspace_bytes(const Conv2dParams&, int);                            \
+  template <class T>                                                                               \
+  std::size_t conv2d_backward_input_workspace_bytes(const Conv2dParams&, int);                     \
+  template <class T>                                                                               \
+  std::size_t conv2d_backward_weight_workspace_bytes(const Conv2dParams&, int);                    \
+  template <class T>                                                                               \
+  void conv2d_forward(const Conv2dParams&, const T*, const T*, const T*, T*, void*, std::size_t);  \
+  template <class T>                                                                               \
+  void conv2d_backward_input(const Conv2dParams&, const T*, const T*, T*, void*, std::size_t);     \
+  template <class T>                                                                               \
+  void conv2d_backward_weight(const Conv2dParams&, const T*, const T*, T*, T*, void*,              \
+                              std::size_t);                                                        \
+  template <class T>                                                                               \
+  void batch_norm_forward_train(const T*, const compute_t<T>*, const compute_t<T>*, compute_t<T>*, \
+                                compute_t<T>*, std::int64_t, std::int64_t, std::int64_t, double,   \
+                                double, T*, compute_t<T>*, compute_t<T>*, bool);                   \
+  template <class T>                                                                               \
+  void batch_norm_forward_eval(const T*, const compute_t<T>*, const compute_t<T>*,                 \
+                               const compute_t<T>*, const compute_t<T>*, std::int64_t,             \
+                               std::int64_t, std::int64_t, double, T*, bool);                      \
+  template <class T>                                                                               \
+  void batch_norm_backward_train(const T*, const T*, const compute_t<T>*, const compute_t<T>*,     \
+                                 const compute_t<T>*, std::int64_t, std::int64_t, std::int64_t,    \
+                                 T*, compute_t<T>*, compute_t<T>*);                                \
+  template <class T>                                                                               \
+  void batch_norm_backward_eval(const T*, const T*, const compute_t<T>*, const compute_t<T>*,      \
+                                const compute_t<T>*, double, std::int64_t, std::int64_t,           \
+                                std::int64_t, T*, compute_t<T>*, compute_t<T>*);                   \
+  template <class T>                                                                               \
+  void unary(UnaryOp, const StridedLoop&, double, double);                                         \
+  template <class T>                                                                               \
+  void binary(BinaryOp, const StridedLoop&, double, double);                                       \
+  template <class T>                                                                               \
+  void compare(CompareOp, const StridedLoop&);                                                     \
+  template <class T>                                                                               \
+  void where(const StridedLoop&);                                                                  \
+  template <class T>                                                                               \
+  void fill(const StridedLoop&, T);                                                                \
+  template <class Dst, class Src>                                                                  \
+  void cast(const StridedLoop&);                                                                   \
+  template <class T>                                                                               \
+  void max_pool2d_forward(const Pool2dParams&, const T*, T*, std::int64_t*);                       \
+  template <class T>                                                                               \
+  void max_pool2d_backward(const Pool2dParams&, const T*, const std::int64_t*, T*);                \
+  template <class T>                                                                               \
+  void max_pool2d_forward_compact(const Pool2dParams&, const T*, T*, std::uint8_t*);               \
+  template <class T>                                                                               \
+  void max_pool2d_backward_compact(const Pool2dParams&, const T*, const std::uint8_t*, T*);        \
+  template <class T>                                                                               \
+  void avg_pool2d_forward(const Pool2dParams&, const T*, T*);                                      \
+  template <class T>                                                                               \
+  void avg_pool2d_backward(const Pool2dParams&, const T*, T*);                                     \
+  template <class T>                                                                               \
+  void adaptive_avg_pool2d_forward(const AdaptivePool2dParams&, const T*, T*);                     \
+  template <class T>                                                                               \
+  void adaptive_avg_pool2d_backward(const AdaptivePool2dParams&, const T*, T*);                    \
   }
 FRUGAL_DECLARE_COPIES(baseline)
 FRUGAL_DECLARE_COPIES(avx2)
@@ -146,8 +149,9 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
                   std::int64_t k, T alpha, const T* a, std::int64_t lda, std::int64_t stride_a,
                   const T* b, std::int64_t ldb, std::int64_t stride_b, T beta, T* c,
                   std::int64_t ldc, std::int64_t stride_c) {
-  FRUGAL_PICK4(gemm_batched<T>)(trans_a, trans_b, batch, m, n, k, alpha, a, lda, stride_a, b, ldb,
-                                stride_b, beta, c, ldc, stride_c);
+  FRUGAL_PICK4(gemm_batched<T>)
+  (trans_a, trans_b, batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+   stride_c);
 }
 
 FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM)
@@ -175,8 +179,8 @@ void quantized_linear_u8s8(std::int64_t m, std::int64_t n, std::int64_t k, const
                            const float* x_scale, const std::int32_t* x_zero_point,
                            const float* w_scale, const std::int32_t* w_sum, const float* bias,
                            float* y, std::int64_t ldy) {
-  FRUGAL_PICK4(quantized_linear_u8s8)(m, n, k, a, lda, b, ldb, x_scale, x_zero_point, w_scale,
-                                      w_sum, bias, y, ldy);
+  FRUGAL_PICK4(quantized_linear_u8s8)
+  (m, n, k, a, lda, b, ldb, x_scale, x_zero_point, w_scale, w_sum, bias, y, ldy);
 }
 
 // ---- Convolution (conv*.cpp and flat_correlate.cpp: up to avx512) ----
@@ -210,19 +214,19 @@ void conv2d_forward(const Conv2dParams& p, const T* input, const T* weight, cons
 template <class T>
 void conv2d_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
                            T* grad_input, void* workspace, std::size_t workspace_bytes) {
-  FRUGAL_PICK3(conv2d_backward_input<T>)(p, grad_output, weight, grad_input, workspace,
-                                         workspace_bytes);
+  FRUGAL_PICK3(conv2d_backward_input<T>)
+  (p, grad_output, weight, grad_input, workspace, workspace_bytes);
 }
 
 template <class T>
 void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
                             T* grad_weight, T* grad_bias, void* workspace,
                             std::size_t workspace_bytes) {
-  FRUGAL_PICK3(conv2d_backward_weight<T>)(p, grad_output, input, grad_weight, grad_bias, workspace,
-                                          workspace_bytes);
+  FRUGAL_PICK3(conv2d_backward_weight<T>)
+  (p, grad_output, input, grad_weight, grad_bias, workspace, workspace_bytes);
 }
 
-FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_CONV)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_CPU_CONV)
 
 // ---- Batch normalization (batch_norm.cpp: up to avx512) ----
 
@@ -231,8 +235,9 @@ void batch_norm_forward_train(const T* x, const compute_t<T>* weight, const comp
                               compute_t<T>* running_mean, compute_t<T>* running_var, std::int64_t n,
                               std::int64_t c, std::int64_t hw, double momentum, double eps, T* y,
                               compute_t<T>* save_mean, compute_t<T>* save_invstd, bool relu) {
-  FRUGAL_PICK3(batch_norm_forward_train<T>)(x, weight, bias, running_mean, running_var, n, c, hw,
-                                            momentum, eps, y, save_mean, save_invstd, relu);
+  FRUGAL_PICK3(batch_norm_forward_train<T>)
+  (x, weight, bias, running_mean, running_var, n, c, hw, momentum, eps, y, save_mean, save_invstd,
+   relu);
 }
 
 template <class T>
@@ -240,8 +245,8 @@ void batch_norm_forward_eval(const T* x, const compute_t<T>* weight, const compu
                              const compute_t<T>* running_mean, const compute_t<T>* running_var,
                              std::int64_t n, std::int64_t c, std::int64_t hw, double eps, T* y,
                              bool relu) {
-  FRUGAL_PICK3(batch_norm_forward_eval<T>)(x, weight, bias, running_mean, running_var, n, c, hw,
-                                           eps, y, relu);
+  FRUGAL_PICK3(batch_norm_forward_eval<T>)
+  (x, weight, bias, running_mean, running_var, n, c, hw, eps, y, relu);
 }
 
 template <class T>
@@ -249,8 +254,8 @@ void batch_norm_backward_train(const T* grad_y, const T* x, const compute_t<T>* 
                                const compute_t<T>* save_mean, const compute_t<T>* save_invstd,
                                std::int64_t n, std::int64_t c, std::int64_t hw, T* grad_x,
                                compute_t<T>* grad_weight, compute_t<T>* grad_bias) {
-  FRUGAL_PICK3(batch_norm_backward_train<T>)(grad_y, x, weight, save_mean, save_invstd, n, c, hw,
-                                             grad_x, grad_weight, grad_bias);
+  FRUGAL_PICK3(batch_norm_backward_train<T>)
+  (grad_y, x, weight, save_mean, save_invstd, n, c, hw, grad_x, grad_weight, grad_bias);
 }
 
 template <class T>
@@ -258,8 +263,8 @@ void batch_norm_backward_eval(const T* grad_y, const T* x, const compute_t<T>* w
                               const compute_t<T>* running_mean, const compute_t<T>* running_var,
                               double eps, std::int64_t n, std::int64_t c, std::int64_t hw,
                               T* grad_x, compute_t<T>* grad_weight, compute_t<T>* grad_bias) {
-  FRUGAL_PICK3(batch_norm_backward_eval<T>)(grad_y, x, weight, running_mean, running_var, eps, n,
-                                            c, hw, grad_x, grad_weight, grad_bias);
+  FRUGAL_PICK3(batch_norm_backward_eval<T>)
+  (grad_y, x, weight, running_mean, running_var, eps, n, c, hw, grad_x, grad_weight, grad_bias);
 }
 
 FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_BATCH_NORM)

@@ -11,5 +11,6 @@
 #pragma once
 
 #ifndef FRUGAL_CPU_ISA
-#error "this file is compiled once per instruction-set level: kernels/CMakeLists.txt defines FRUGAL_CPU_ISA"
+#error \
+    "this file is compiled once per instruction-set level: kernels/CMakeLists.txt defines FRUGAL_CPU_ISA"
 #endif

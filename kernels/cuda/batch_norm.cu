@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/scratch.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -234,23 +235,6 @@ void batch_norm_backward_eval(const T* grad_y, const T* x, const compute_t<T>* w
   if (want_x) launch_affine<T>(grad_y, grad_x, total, c, hw, k, nullptr, false);
 }
 
-#define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
-  template void batch_norm_forward_train<T>(const T*, const compute_t<T>*, const compute_t<T>*,    \
-                                            compute_t<T>*, compute_t<T>*, std::int64_t,            \
-                                            std::int64_t, std::int64_t, double, double, T*,        \
-                                            compute_t<T>*, compute_t<T>*, bool);                   \
-  template void batch_norm_forward_eval<T>(const T*, const compute_t<T>*, const compute_t<T>*,     \
-                                           const compute_t<T>*, const compute_t<T>*, std::int64_t, \
-                                           std::int64_t, std::int64_t, double, T*, bool);          \
-  template void batch_norm_backward_train<T>(                                                      \
-      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*,           \
-      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);                 \
-  template void batch_norm_backward_eval<T>(                                                       \
-      const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*, double,   \
-      std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);
-FRUGAL_INSTANTIATE_BATCH_NORM(float)
-FRUGAL_INSTANTIATE_BATCH_NORM(double)
-FRUGAL_INSTANTIATE_BATCH_NORM(Half)
-FRUGAL_INSTANTIATE_BATCH_NORM(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_BATCH_NORM)
 
 }  // namespace frugal::kernels::cuda

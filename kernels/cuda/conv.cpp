@@ -23,6 +23,7 @@
 #include "kernels/cuda/conv_depthwise.h"
 #include "kernels/cuda/handles.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -426,25 +427,15 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* grad_output, const T
   if (grad_bias != nullptr) channel_sum(grad_output, grad_bias, p.N, p.O, p.out_h() * p.out_w());
 }
 
-#define FRUGAL_INSTANTIATE_CONV(T)                                                                \
-  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);               \
-  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);        \
-  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);       \
-  template std::vector<std::size_t> conv2d_forward_workspace_fallbacks<T>(const Conv2dParams&);   \
-  template std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks<T>(                 \
-      const Conv2dParams&);                                                                       \
-  template std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks<T>(                \
-      const Conv2dParams&);                                                                       \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
-                                  std::size_t);                                                   \
-  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
-                                         std::size_t);                                            \
-  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
-                                          std::size_t);
-FRUGAL_INSTANTIATE_CONV(float)
-FRUGAL_INSTANTIATE_CONV(double)
-FRUGAL_INSTANTIATE_CONV(Half)
-FRUGAL_INSTANTIATE_CONV(BFloat16)
-#undef FRUGAL_INSTANTIATE_CONV
+// CUDA's own beside the shared list: the smaller workspaces cuDNN's algorithms fall back to.
+#define FRUGAL_INSTANTIATE_CUDA_CONV(T)                                                         \
+  template std::vector<std::size_t> conv2d_forward_workspace_fallbacks<T>(const Conv2dParams&); \
+  template std::vector<std::size_t> conv2d_backward_input_workspace_fallbacks<T>(               \
+      const Conv2dParams&);                                                                     \
+  template std::vector<std::size_t> conv2d_backward_weight_workspace_fallbacks<T>(              \
+      const Conv2dParams&);                                                                     \
+  FRUGAL_INSTANTIATE_CONV(T)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_CUDA_CONV)
+#undef FRUGAL_INSTANTIATE_CUDA_CONV
 
 }  // namespace frugal::kernels::cuda

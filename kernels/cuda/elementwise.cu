@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -316,28 +317,6 @@ void cast(const StridedLoop& loop) {
   });
 }
 
-#define FRUGAL_NUMERIC_TYPES(X) \
-  X(float) X(double) X(Half) X(BFloat16) X(std::int32_t) X(std::int64_t) X(std::uint8_t)
-#define FRUGAL_ALL_TYPES(X) FRUGAL_NUMERIC_TYPES(X) X(bool)
-
-#define FRUGAL_INSTANTIATE_MATH(T)                                     \
-  template void unary<T>(UnaryOp, const StridedLoop&, double, double); \
-  template void binary<T>(BinaryOp, const StridedLoop&, double, double);
-FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH)
-
-#define FRUGAL_INSTANTIATE_ANY(T)                          \
-  template void compare<T>(CompareOp, const StridedLoop&); \
-  template void where<T>(const StridedLoop&);              \
-  template void fill<T>(const StridedLoop&, T);
-FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)
-
-#define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
-#define FRUGAL_CASTS_TO(Dst)                                                                      \
-  FRUGAL_CAST_PAIR(Dst, float)                                                                    \
-  FRUGAL_CAST_PAIR(Dst, double)                                                                   \
-  FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) FRUGAL_CAST_PAIR(Dst, std::int32_t) \
-      FRUGAL_CAST_PAIR(Dst, std::int64_t) FRUGAL_CAST_PAIR(Dst, std::uint8_t)                     \
-          FRUGAL_CAST_PAIR(Dst, bool)
-FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
+FRUGAL_INSTANTIATE_ELEMENTWISE
 
 }  // namespace frugal::kernels::cuda

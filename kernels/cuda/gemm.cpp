@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/handles.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -106,16 +107,6 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
       CUBLAS_GEMM_DEFAULT));
 }
 
-#define FRUGAL_INSTANTIATE_GEMM(T)                                                               \
-  template void gemm<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t, T, const T*,       \
-                        std::int64_t, const T*, std::int64_t, T, T*, std::int64_t);              \
-  template void gemm_batched<T>(bool, bool, std::int64_t, std::int64_t, std::int64_t,            \
-                                std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
-                                std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
-FRUGAL_INSTANTIATE_GEMM(float)
-FRUGAL_INSTANTIATE_GEMM(double)
-FRUGAL_INSTANTIATE_GEMM(Half)
-FRUGAL_INSTANTIATE_GEMM(BFloat16)
-#undef FRUGAL_INSTANTIATE_GEMM
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM)
 
 }  // namespace frugal::kernels::cuda

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 namespace {
@@ -312,20 +313,6 @@ void adaptive_avg_pool2d_backward(const AdaptivePool2dParams& p, const T* grad_o
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 
-#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
-  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
-  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
-  template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
-  template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
-                                               T*);                                                \
-  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
-  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
-  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
-  template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
-FRUGAL_INSTANTIATE_POOL(float)
-FRUGAL_INSTANTIATE_POOL(double)
-FRUGAL_INSTANTIATE_POOL(Half)
-FRUGAL_INSTANTIATE_POOL(BFloat16)
-#undef FRUGAL_INSTANTIATE_POOL
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_POOL)
 
 }  // namespace frugal::kernels::cuda

@@ -13,9 +13,11 @@
 #include "common/error.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/parallel.h"
+#include "tests/kernels/conv_reference.h"
 
 using namespace frugal;
 using namespace frugal::kernels::cpu;
+using namespace frugal::kernels::cpu::testing;
 
 namespace {
 
@@ -35,53 +37,6 @@ std::vector<T> random_values(std::int64_t n, std::uint32_t seed) {
   std::vector<T> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = T(dist(gen));
   return v;
-}
-
-// A value and the sum of the magnitudes of its terms (what rounding error scales with).
-struct Ref {
-  std::vector<double> value, mag;
-  explicit Ref(std::int64_t n) : value(static_cast<std::size_t>(n)), mag(value.size()) {}
-  void add(std::int64_t i, double t) {
-    value[static_cast<std::size_t>(i)] += t;
-    mag[static_cast<std::size_t>(i)] += std::abs(t);
-  }
-};
-
-struct Refs {
-  Ref out, gin, gw, gb;
-};
-
-// The definition, all three directions in one loop nest over every (output, tap) pair.
-Refs naive(const Conv2dParams& p, const std::vector<double>& x, const std::vector<double>& w,
-           const std::vector<double>& b, const std::vector<double>& gout) {
-  const std::int64_t OH = p.out_h(), OW = p.out_w(), Cg = p.C / p.groups, Og = p.O / p.groups;
-  Refs r{Ref(p.N * p.O * OH * OW), Ref(p.N * p.C * p.H * p.W), Ref(p.O * Cg * p.kH * p.kW),
-         Ref(p.O)};
-  for (std::int64_t n = 0; n < p.N; ++n)
-    for (std::int64_t o = 0; o < p.O; ++o)
-      for (std::int64_t oh = 0; oh < OH; ++oh)
-        for (std::int64_t ow = 0; ow < OW; ++ow) {
-          const std::int64_t oi = ((n * p.O + o) * OH + oh) * OW + ow;
-          if (!b.empty()) r.out.add(oi, b[static_cast<std::size_t>(o)]);
-          r.gb.add(o, gout[static_cast<std::size_t>(oi)]);
-          for (std::int64_t c = 0; c < Cg; ++c)
-            for (std::int64_t kh = 0; kh < p.kH; ++kh)
-              for (std::int64_t kw = 0; kw < p.kW; ++kw) {
-                const std::int64_t ih = oh * p.stride_h - p.pad_h + kh * p.dilation_h;
-                const std::int64_t iw = ow * p.stride_w - p.pad_w + kw * p.dilation_w;
-                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
-                const std::int64_t ci = o / Og * Cg + c;
-                const std::int64_t xi = ((n * p.C + ci) * p.H + ih) * p.W + iw;
-                const std::int64_t wi = ((o * Cg + c) * p.kH + kh) * p.kW + kw;
-                const double xv = x[static_cast<std::size_t>(xi)];
-                const double wv = w[static_cast<std::size_t>(wi)];
-                const double gv = gout[static_cast<std::size_t>(oi)];
-                r.out.add(oi, xv * wv);
-                r.gin.add(xi, gv * wv);
-                r.gw.add(wi, gv * xv);
-              }
-        }
-  return r;
 }
 
 template <class T>
@@ -122,7 +77,7 @@ void check_conv(const Conv2dParams& p, bool with_bias, double rel, std::uint32_t
   const auto w = random_values<T>(w_n, seed + 1);
   const auto b = with_bias ? random_values<T>(p.O, seed + 2) : std::vector<T>();
   const auto gout = random_values<T>(out_n, seed + 3);
-  const Refs ref = naive(p, as_double(x), as_double(w), as_double(b), as_double(gout));
+  const Refs ref = naive_conv2d(p, as_double(x), as_double(w), as_double(b), as_double(gout));
   // Small shapes run on one thread by default; lowering the threshold exercises the split.
   set_conv_min_work_per_thread(1);
   for (const int threads : {1, 2}) {
@@ -240,11 +195,11 @@ TEST_CASE("the naive reference is the gradient of the naive forward", "[conv]") 
   auto w = as_double(random_values<double>(p.O * 2 * p.kH * p.kW, 2));
   const auto b = as_double(random_values<double>(p.O, 3));
   const auto g = as_double(random_values<double>(p.N * p.O * p.out_h() * p.out_w(), 4));
-  const Refs ref = naive(p, x, w, b, g);
+  const Refs ref = naive_conv2d(p, x, w, b, g);
   // L = <g, conv(x, w) + b>, so dL/dx, dL/dw and dL/db are the three backward results.
   auto loss = [&](const std::vector<double>& xs, const std::vector<double>& ws,
                   const std::vector<double>& bs) {
-    const Refs r = naive(p, xs, ws, bs, g);
+    const Refs r = naive_conv2d(p, xs, ws, bs, g);
     double l = 0;
     for (std::size_t i = 0; i < g.size(); ++i) l += g[i] * r.out.value[i];
     return l;
@@ -292,7 +247,7 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
   const Conv2dParams p = make(4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1);  // enough work for 4 slots
   const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
   const auto w = random_values<float>(p.O * p.C * 9, 2);
-  const Refs ref = naive(p, as_double(x), as_double(w), {},
+  const Refs ref = naive_conv2d(p, as_double(x), as_double(w), {},
                          std::vector<double>(static_cast<std::size_t>(p.N * p.O * 64)));
   const std::size_t one = conv2d_forward_workspace_bytes<float>(p, 1);
   REQUIRE(one > 0);

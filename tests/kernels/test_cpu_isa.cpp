@@ -19,9 +19,11 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/quantized_gemm.h"
+#include "tests/kernels/conv_reference.h"
 
 using namespace frugal;
 using namespace frugal::kernels::cpu;
+using namespace frugal::kernels::cpu::testing;
 
 namespace {
 
@@ -49,29 +51,12 @@ double as_double(T x) {
   return static_cast<double>(static_cast<float>(x));
 }
 
-// Naive cross-correlation in double, groups and strides included.
-std::vector<double> reference_conv(const Conv2dParams& p, const std::vector<double>& in,
-                                   const std::vector<double>& w) {
-  const std::int64_t oh = p.out_h(), ow = p.out_w(), cg = p.C / p.groups, og = p.O / p.groups;
-  std::vector<double> out(static_cast<std::size_t>(p.N * p.O * oh * ow), 0.0);
-  for (std::int64_t n = 0; n < p.N; ++n)
-    for (std::int64_t o = 0; o < p.O; ++o)
-      for (std::int64_t y = 0; y < oh; ++y)
-        for (std::int64_t x = 0; x < ow; ++x) {
-          double s = 0;
-          const std::int64_t g = o / og;
-          for (std::int64_t c = 0; c < cg; ++c)
-            for (std::int64_t ky = 0; ky < p.kH; ++ky)
-              for (std::int64_t kx = 0; kx < p.kW; ++kx) {
-                const std::int64_t iy = y * p.stride_h - p.pad_h + ky * p.dilation_h;
-                const std::int64_t ix = x * p.stride_w - p.pad_w + kx * p.dilation_w;
-                if (iy < 0 || iy >= p.H || ix < 0 || ix >= p.W) continue;
-                s += in[((n * p.C + g * cg + c) * p.H + iy) * p.W + ix] *
-                     w[((o * cg + c) * p.kH + ky) * p.kW + kx];
-              }
-          out[((n * p.O + o) * oh + y) * ow + x] = s;
-        }
-  return out;
+// The shape with a k x k kernel, and the same stride and padding in both directions.
+Conv2dParams square_kernel(Conv2dParams p, std::int64_t k, std::int64_t stride, std::int64_t pad) {
+  p.kH = p.kW = k;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  return p;
 }
 
 template <class T>
@@ -79,12 +64,13 @@ void check_conv_forward(const Conv2dParams& p, ConvPath expected_path, double to
   validate_conv2d(p);
   REQUIRE(conv2d_path<T>(p) == expected_path);
   const auto in_f = random_floats(static_cast<std::size_t>(p.N * p.C * p.H * p.W), 11);
-  const auto w_f = random_floats(static_cast<std::size_t>(p.O * (p.C / p.groups) * p.kH * p.kW), 12);
+  const auto w_f =
+      random_floats(static_cast<std::size_t>(p.O * (p.C / p.groups) * p.kH * p.kW), 12);
   const auto in = converted<T>(in_f), w = converted<T>(w_f);
   std::vector<double> in_d, w_d;
   for (T x : in) in_d.push_back(as_double(x));
   for (T x : w) w_d.push_back(as_double(x));
-  const auto ref = reference_conv(p, in_d, w_d);
+  const auto ref = naive_conv2d(p, in_d, w_d, {}, {}).out.value;
 
   std::vector<T> out(ref.size());
   std::vector<unsigned char> ws(conv2d_forward_workspace_bytes<T>(p, 2));
@@ -114,8 +100,10 @@ TEST_CASE("the supported levels run from baseline up to the detected one", "[cpu
   CHECK(levels.front() == CpuIsa::baseline);
   for (std::size_t i = 1; i < levels.size(); ++i)
     CHECK(static_cast<int>(levels[i]) == static_cast<int>(levels[i - 1]) + 1);
-  if (cpu_isa_variants_built()) CHECK(levels.back() == detected_cpu_isa());
-  else CHECK(levels.size() == 1);
+  if (cpu_isa_variants_built())
+    CHECK(levels.back() == detected_cpu_isa());
+  else
+    CHECK(levels.size() == 1);
   // What runs is one of them, and the report names it.
   const CpuIsa now = cpu_isa();
   CHECK(static_cast<int>(now) <= static_cast<int>(levels.back()));
@@ -173,17 +161,15 @@ TEST_CASE("every supported copy of the kernels matches the scalar reference", "[
     }
 
     SECTION(std::string("every convolution path, ") + cpu_isa_name(isa)) {
-      Conv2dParams im2col{.N = 2, .C = 3, .H = 11, .W = 9, .O = 5, .kH = 3, .kW = 3,
-                          .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1};
+      const Conv2dParams im2col = square_kernel({.N = 2, .C = 3, .H = 11, .W = 9, .O = 5}, 3, 2, 1);
       check_conv_forward<float>(im2col, ConvPath::kIm2col, 1e-4);
-      Conv2dParams pointwise{.N = 2, .C = 19, .H = 7, .W = 5, .O = 23};
+      const Conv2dParams pointwise{.N = 2, .C = 19, .H = 7, .W = 5, .O = 23};
       check_conv_forward<float>(pointwise, ConvPath::kPointwise, 1e-4);
-      Conv2dParams depthwise{.N = 2, .C = 17, .H = 13, .W = 12, .O = 17, .kH = 3, .kW = 3,
-                             .stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1,
-                             .groups = 17};
+      const Conv2dParams depthwise =
+          square_kernel({.N = 2, .C = 17, .H = 13, .W = 12, .O = 17, .groups = 17}, 3, 2, 1);
       check_conv_forward<float>(depthwise, ConvPath::kDepthwise, 1e-5);
-      Conv2dParams shifted{.N = 2, .C = 16, .H = 10, .W = 14, .O = 24, .kH = 3, .kW = 3,
-                           .pad_h = 1, .pad_w = 1};
+      const Conv2dParams shifted =
+          square_kernel({.N = 2, .C = 16, .H = 10, .W = 14, .O = 24}, 3, 1, 1);
       check_conv_forward<float>(shifted, ConvPath::kShifted, 1e-4);
       check_conv_forward<BFloat16>(shifted, conv2d_path<BFloat16>(shifted), 0.05);
     }
@@ -224,13 +210,21 @@ TEST_CASE("every supported copy of the kernels matches the scalar reference", "[
                                      n, c, hw, 1e-5, y.data(), /*relu=*/true);
       for (std::int64_t i = 0; i < n * c * hw; ++i) {
         const std::int64_t ch = (i / hw) % c;
-        const double ref = std::max(0.0, (x[i] - mean[ch]) / std::sqrt(var[ch] + 1e-5) *
-                                             weight[ch] + bias[ch]);
+        const double ref =
+            std::max(0.0, (x[i] - mean[ch]) / std::sqrt(var[ch] + 1e-5) * weight[ch] + bias[ch]);
         CHECK(y[i] == Approx(ref).margin(1e-5));
       }
 
-      Pool2dParams pool{.N = n, .C = c, .H = h, .W = w, .kH = 3, .kW = 3, .stride_h = 2,
-                        .stride_w = 2, .pad_h = 1, .pad_w = 1};
+      Pool2dParams pool{.N = n,
+                        .C = c,
+                        .H = h,
+                        .W = w,
+                        .kH = 3,
+                        .kW = 3,
+                        .stride_h = 2,
+                        .stride_w = 2,
+                        .pad_h = 1,
+                        .pad_w = 1};
       validate_pool2d(pool, false);
       const std::int64_t oh = pool.out_h(), ow = pool.out_w();
       std::vector<float> out(static_cast<std::size_t>(n * c * oh * ow));

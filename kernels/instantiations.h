@@ -1,6 +1,8 @@
-// The element types each CPU kernel is compiled for, as explicit-instantiation lists: used by
-// every level's copy of a kernel file and by isa_dispatch.cpp, so that they always agree.
-// Each list is a macro over T, to be applied to a type list: FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM).
+// The element types each kernel is compiled for, as explicit-instantiation lists: used by the
+// CPU kernels (every level's copy, and isa_dispatch.cpp) and the CUDA kernels, whose entry
+// points have the same signatures, so that all of them always agree. Each list is a macro
+// over T, applied to a type list in the kernel's own namespace:
+// FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM).
 #pragma once
 
 #include <cstddef>
@@ -17,17 +19,28 @@
                                 std::int64_t, T, const T*, std::int64_t, std::int64_t, const T*, \
                                 std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
 
-#define FRUGAL_INSTANTIATE_CONV(T)                                                                \
-  template ConvPath conv2d_path<T>(const Conv2dParams&);                                          \
-  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);               \
-  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);        \
-  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int);       \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
+// The three directions of one convolution algorithm named `algo`: algo_forward,
+// algo_backward_input, algo_backward_weight (conv2d itself, and the CPU's im2col and shifted
+// paths).
+#define FRUGAL_INSTANTIATE_CONV_DIRECTIONS(algo, T)                                               \
+  template void algo##_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
                                   std::size_t);                                                   \
-  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
+  template void algo##_backward_input<T>(const Conv2dParams&, const T*, const T*, T*, void*,      \
                                          std::size_t);                                            \
-  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
+  template void algo##_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*, void*, \
                                           std::size_t);
+
+// The public conv2d entry points that both backends have: the workspace queries and the three
+// directions (each backend adds its own: the CPU's path choice, CUDA's workspace fallbacks).
+#define FRUGAL_INSTANTIATE_CONV(T)                                                          \
+  template std::size_t conv2d_forward_workspace_bytes<T>(const Conv2dParams&, int);         \
+  template std::size_t conv2d_backward_input_workspace_bytes<T>(const Conv2dParams&, int);  \
+  template std::size_t conv2d_backward_weight_workspace_bytes<T>(const Conv2dParams&, int); \
+  FRUGAL_INSTANTIATE_CONV_DIRECTIONS(conv2d, T)
+// The CPU's: plus the choice of path (conv.cpp in every level, and isa_dispatch.cpp).
+#define FRUGAL_INSTANTIATE_CPU_CONV(T)                   \
+  template ConvPath conv2d_path<T>(const Conv2dParams&); \
+  FRUGAL_INSTANTIATE_CONV(T)
 
 #define FRUGAL_INSTANTIATE_BATCH_NORM(T)                                                           \
   template void batch_norm_forward_train<T>(const T*, const compute_t<T>*, const compute_t<T>*,    \
@@ -69,13 +82,17 @@
   template void fill<T>(const StridedLoop&, T);
 
 #define FRUGAL_CAST_PAIR(Dst, Src) template void cast<Dst, Src>(const StridedLoop&);
-#define FRUGAL_CASTS_TO(Dst)                                                                \
-  FRUGAL_CAST_PAIR(Dst, float)                                                              \
-  FRUGAL_CAST_PAIR(Dst, double) FRUGAL_CAST_PAIR(Dst, Half) FRUGAL_CAST_PAIR(Dst, BFloat16) \
-      FRUGAL_CAST_PAIR(Dst, std::int32_t) FRUGAL_CAST_PAIR(Dst, std::int64_t)               \
-          FRUGAL_CAST_PAIR(Dst, std::uint8_t) FRUGAL_CAST_PAIR(Dst, bool)
+#define FRUGAL_CASTS_TO(Dst)          \
+  FRUGAL_CAST_PAIR(Dst, float)        \
+  FRUGAL_CAST_PAIR(Dst, double)       \
+  FRUGAL_CAST_PAIR(Dst, Half)         \
+  FRUGAL_CAST_PAIR(Dst, BFloat16)     \
+  FRUGAL_CAST_PAIR(Dst, std::int32_t) \
+  FRUGAL_CAST_PAIR(Dst, std::int64_t) \
+  FRUGAL_CAST_PAIR(Dst, std::uint8_t) \
+  FRUGAL_CAST_PAIR(Dst, bool)
 
-#define FRUGAL_INSTANTIATE_ELEMENTWISE             \
+#define FRUGAL_INSTANTIATE_ELEMENTWISE          \
   FRUGAL_NUMERIC_TYPES(FRUGAL_INSTANTIATE_MATH) \
   FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_ANY)      \
   FRUGAL_ALL_TYPES(FRUGAL_CASTS_TO)
