@@ -20,8 +20,8 @@
                                 std::int64_t, std::int64_t, T, T*, std::int64_t, std::int64_t);
 
 // The three directions of one convolution algorithm named `algo`: algo_forward,
-// algo_backward_input, algo_backward_weight (conv2d itself, and the CPU's im2col and shifted
-// paths).
+// algo_backward_input, algo_backward_weight (conv2d itself, and the CPU's paths through
+// FRUGAL_INSTANTIATE_CONV_PATH in kernels/cpu/conv_internal.h).
 #define FRUGAL_INSTANTIATE_CONV_DIRECTIONS(algo, T)                                               \
   template void algo##_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, void*,   \
                                   std::size_t);                                                   \

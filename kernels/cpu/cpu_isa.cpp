@@ -3,7 +3,9 @@
 #include "kernels/cpu/cpu_isa.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
+#include <iterator>
 
 #include "common/error.h"
 
@@ -128,17 +130,9 @@ std::vector<CpuIsa> supported_cpu_isas() {
 }
 
 const char* cpu_isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::baseline:
-      return "baseline";
-    case CpuIsa::avx2:
-      return "avx2";
-    case CpuIsa::avx512:
-      return "avx512";
-    case CpuIsa::avx512_bf16:
-      return "avx512_bf16";
-  }
-  return "unknown";
+  constexpr const char* kNames[] = {"baseline", "avx2", "avx512", "avx512_bf16"};  // CpuIsa order
+  const auto i = static_cast<std::size_t>(isa);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 std::optional<CpuIsa> parse_cpu_isa(std::string_view name) {

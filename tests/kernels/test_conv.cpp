@@ -248,7 +248,7 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
   const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
   const auto w = random_values<float>(p.O * p.C * 9, 2);
   const Refs ref = naive_conv2d(p, as_double(x), as_double(w), {},
-                         std::vector<double>(static_cast<std::size_t>(p.N * p.O * 64)));
+                                std::vector<double>(static_cast<std::size_t>(p.N * p.O * 64)));
   const std::size_t one = conv2d_forward_workspace_bytes<float>(p, 1);
   REQUIRE(one > 0);
   REQUIRE(conv2d_forward_workspace_bytes<float>(p, 2) > one);
