@@ -6,6 +6,8 @@
 // For float on AVX-512, when a sample's output fits one tile, the taps' GEMMs give way to
 // one register-blocked kernel for all taps (flat_correlate.h), forward and backward to the
 // input; the weight gradient stays a GEMM per tap (depth: a whole sample's positions).
+// bfloat16 on a CPU with AVX512_BF16 runs the same kernel on channel pairs with vdpbf16ps
+// (flat_correlate_bf16.h) instead of widening to float; its weight gradient still widens.
 #include "kernels/cpu/isa_variant.h"
 
 #include <cstring>
@@ -15,6 +17,7 @@
 #include "kernels/cpu/conv_internal.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/flat_correlate.h"
+#include "kernels/cpu/flat_correlate_bf16.h"
 #include "kernels/cpu/gemm.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
@@ -187,9 +190,48 @@ bool use_flat_weight_kernel(const Geometry& g) {
   return use_flat_kernel<T>(g) && g.taps == 9;
 }
 
+// bfloat16 planes [c][row][col] (pitch cols) as channel-pair words: dst[pair * dst_plane +
+// row * dst_pitch + col]; a missing last channel pairs with zero. Padding stays as it was.
+void interleave_pairs(const BFloat16* src, std::int64_t channels, std::int64_t rows,
+                      std::int64_t cols, std::uint32_t* dst, std::int64_t dst_plane,
+                      std::int64_t dst_pitch) {
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(src);
+  for (std::int64_t c = 0; c < channels; c += 2)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint16_t* lo = bits + (c * rows + r) * cols;
+      std::uint32_t* d = dst + (c / 2) * dst_plane + r * dst_pitch;
+      if (c + 1 < channels) {
+        const std::uint16_t* hi = lo + rows * cols;
+        for (std::int64_t w = 0; w < cols; ++w)
+          d[w] = std::uint32_t{lo[w]} | std::uint32_t{hi[w]} << 16;
+      } else {
+        for (std::int64_t w = 0; w < cols; ++w) d[w] = lo[w];
+      }
+    }
+}
+
+template <class T>
+void pack_pair_weights(const Conv2dParams& p, const Geometry& g, const T* weight, bool backward,
+                       std::uint32_t* packed) {
+  const std::int64_t outs = backward ? g.Cg : g.Og, ins = backward ? g.Og : g.Cg;
+  for (std::int64_t gi = 0; gi < g.G; ++gi) {
+    const T* wg = weight + gi * g.Og * g.Cg * g.taps;
+    pack_flat_correlate_bf16_weights(
+        outs, ins, g.taps,
+        [&](std::int64_t o, std::int64_t c, std::int64_t t) {
+          return static_cast<float>(backward ? wg[(c * g.Cg + o) * g.taps + t]
+                                             : wg[(o * g.Cg + c) * g.taps + t]);
+        },
+        packed + gi * flat_correlate_bf16_packed_size(outs, ins, g.taps));
+  }
+}
+
 struct Plan {
   Layout layout;
   bool flat = false;
+  // The flat kernel on bfloat16 channel pairs: the padded input (forward) and the margined
+  // output gradient (backward) hold pair words in their float-sized slots, which fit them.
+  bool pairs = false;
   std::size_t taps = 0, padded = 0, wide = 0, acc = 0, bias = 0;
 };
 
@@ -199,6 +241,8 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
   const Geometry g(p, sizeof(A));
   Plan plan;
   plan.flat = weight_grad ? use_flat_weight_kernel<T>(g) : use_flat_kernel<T>(g);
+  plan.pairs = !weight_grad && plan.flat && std::is_same_v<T, BFloat16> &&
+               flat_correlate_bf16_available();
   const std::int64_t tap_elems = plan.flat
                                      ? g.G * std::max(flat_weights_per_group(g.Og, g.Cg, g.taps),
                                                       flat_weights_per_group(g.Cg, g.Og, g.taps))
@@ -246,7 +290,11 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(g.taps));
   if (plan.flat) {
     for (std::int64_t t = 0; t < g.taps; ++t) offsets[t] = g.tap_offset(p, t, 0);
-    pack_flat_weights(p, g, weight, false, reinterpret_cast<float*>(taps));
+    if (plan.pairs) {
+      pack_pair_weights(p, g, weight, false, reinterpret_cast<std::uint32_t*>(taps));
+    } else {
+      pack_flat_weights(p, g, weight, false, reinterpret_cast<float*>(taps));
+    }
   } else {
     split_taps(p, g, weight, taps);
   }
@@ -255,12 +303,28 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
     A* wide = ws.slot<A>(s, plan.wide);
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
-        pad_sample(p, g, input + (n * p.C + gi * g.Cg) * p.H * p.W, padded);
+        const T* in = input + (n * p.C + gi * g.Cg) * p.H * p.W;
+        auto* padded_pairs = reinterpret_cast<std::uint32_t*>(padded);
+        if constexpr (std::is_same_v<T, BFloat16>) {
+          if (plan.pairs) {
+            std::fill(padded_pairs, padded_pairs + (g.Cg + 1) / 2 * g.plane + g.slack, 0u);
+            interleave_pairs(in, g.Cg, p.H, p.W, padded_pairs + p.pad_h * g.Wp + p.pad_w, g.plane,
+                             g.Wp);
+          }
+        }
+        if (!plan.pairs) pad_sample(p, g, in, padded);
         T* out = output + (n * p.O + gi * g.Og) * g.OH * g.OW;
         for (std::int64_t oh0 = 0; oh0 < g.OH; oh0 += g.tile_rows) {
           const std::int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), P = (oh1 - oh0) * g.Wp;
+          if constexpr (std::is_same_v<T, BFloat16>) {
+            if (plan.pairs)
+              flat_correlate_bf16(g.Og, g.Cg, g.taps, offsets.data(),
+                                  reinterpret_cast<const std::uint32_t*>(taps) +
+                                      gi * flat_correlate_bf16_packed_size(g.Og, g.Cg, g.taps),
+                                  padded_pairs + oh0 * g.Wp, g.plane, P, wide, P);
+          }
           if constexpr (std::is_same_v<A, float>) {
-            if (plan.flat) {
+            if (plan.flat && !plan.pairs) {
               flat_correlate(g.Og, g.Cg, g.taps, offsets.data(),
                              taps + gi * flat_weights_per_group(g.Og, g.Cg, g.taps),
                              padded + oh0 * g.Wp, g.plane, P, wide, P);
@@ -298,7 +362,11 @@ void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T
   if (plan.flat) {
     // The gradient at padded position r gathers tap t's output gradient at r - offset(t).
     for (std::int64_t t = 0; t < g.taps; ++t) offsets[t] = -g.tap_offset(p, t, 0);
-    pack_flat_weights(p, g, weight, true, reinterpret_cast<float*>(taps));
+    if (plan.pairs) {
+      pack_pair_weights(p, g, weight, true, reinterpret_cast<std::uint32_t*>(taps));
+    } else {
+      pack_flat_weights(p, g, weight, true, reinterpret_cast<float*>(taps));
+    }
   } else {
     split_taps(p, g, weight, taps);
   }
@@ -307,6 +375,23 @@ void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T
     A* wide = ws.slot<A>(s, plan.wide);
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t gi = 0; gi < g.G; ++gi) {
+        if constexpr (std::is_same_v<T, BFloat16>) {
+          if (plan.pairs) {
+            // As the float kernel below, on output-gradient channel pairs.
+            const T* gout = grad_output + (n * p.O + gi * g.Og) * g.OH * g.OW;
+            const std::int64_t front = g.front(p), L = g.margined_plane(p);
+            auto* pairs = reinterpret_cast<std::uint32_t*>(wide);
+            std::fill(pairs, pairs + (g.Og + 1) / 2 * L, 0u);
+            interleave_pairs(gout, g.Og, g.OH, g.OW, pairs + front, L, g.Wp);
+            flat_correlate_bf16(g.Cg, g.Og, g.taps, offsets.data(),
+                                reinterpret_cast<const std::uint32_t*>(taps) +
+                                    gi * flat_correlate_bf16_packed_size(g.Cg, g.Og, g.taps),
+                                pairs + front + p.pad_h * g.Wp, L, p.H * g.Wp,
+                                padded + p.pad_h * g.Wp, g.plane);
+            copy_interior(p, g, padded, grad_input + (n * p.C + gi * g.Cg) * p.H * p.W);
+            continue;
+          }
+        }
         if constexpr (std::is_same_v<A, float>) {
           if (plan.flat) {
             // Output gradient planes with zero margins, then the padded input's rows that

@@ -1,5 +1,6 @@
 // gemm over raw row-major pointers: float and double map the operands in place for Eigen's
-// GEMM (no copy, so the speed is Eigen's own); 16-bit types multiply float tiles on the stack.
+// GEMM (no copy, so the speed is Eigen's own); bfloat16 multiplies with vdpbf16ps where the
+// level has AVX512_BF16 (gemm_dpbf16.h); other 16-bit cases multiply float tiles on the stack.
 #include "kernels/cpu/isa_variant.h"
 
 #include "kernels/cpu/gemm.h"
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/gemm_dpbf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/instantiations.h"
 
@@ -105,13 +107,14 @@ void gemm_split(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
 }
 
 // 16-bit operands: tiles of op(A) and op(B) are widened to float on the stack (kernels do not
-// allocate), multiplied by Eigen, and the float sum over all of k is rounded once at the end.
+// allocate), multiplied by Eigen, and the float sum over all of k is rounded once at the end
+// to Out (T itself, or float for gemm_bf16_to_float).
 constexpr std::int64_t kTileM = 64, kTileN = 64, kTileK = 128;
 
-template <class T>
+template <class T, class Out>
 void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                 float alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, float beta,
-                T* c, std::int64_t ldc) {
+                Out* c, std::int64_t ldc) {
   const std::int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
   const std::int64_t tiles = tiles_m * tiles_n;
   const std::int64_t grain = m * n * k >= (std::int64_t{1} << 18) ? 1 : tiles;
@@ -152,14 +155,26 @@ void gemm_16bit(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std:
         }
       }
       for (std::int64_t i = 0; i < mb; ++i) {
-        T* crow = c + (i0 + i) * ldc + j0;
+        Out* crow = c + (i0 + i) * ldc + j0;
         for (std::int64_t j = 0; j < nb; ++j) {
           const float prior = beta == 0.0f ? 0.0f : beta * static_cast<float>(crow[j]);
-          crow[j] = T(alpha * ct[i * kTileN + j] + prior);
+          crow[j] = static_cast<Out>(alpha * ct[i * kTileN + j] + prior);
         }
       }
     }
   });
+}
+
+// bfloat16 operands into Out (BFloat16 or float): vdpbf16ps where this level has it.
+template <class Out>
+void gemm_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+               float alpha, const BFloat16* a, std::int64_t lda, const BFloat16* b,
+               std::int64_t ldb, float beta, Out* c, std::int64_t ldc) {
+#if defined(__AVX512BF16__)
+  dpbf16::gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#else
+  gemm_16bit(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
 }
 
 }  // namespace
@@ -181,10 +196,21 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
       return;
     }
     gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    gemm_bf16(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
+              static_cast<float>(beta), c, ldc);
   } else {
     gemm_16bit(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb,
                static_cast<float>(beta), c, ldc);
   }
+}
+
+void gemm_bf16_to_float(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float alpha, const BFloat16* a, std::int64_t lda, const BFloat16* b,
+                        std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  check_args("gemm_bf16_to_float", trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <class T>

@@ -1,5 +1,6 @@
 // Dense matrix multiply on row-major raw pointers (the BLAS gemm contract), single and batched.
-// float and double run Eigen's GEMM in place; Half and BFloat16 compute in float.
+// float and double run Eigen's GEMM in place; Half and BFloat16 compute in float (BFloat16 with
+// vdpbf16ps on CPUs with AVX512_BF16).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,13 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
           const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
           std::int64_t ldc);
+
+// gemm with bfloat16 operands and a float C: the float sum is kept, not rounded to bfloat16, so
+// a caller that accumulates over several calls (a convolution's taps or tiles) rounds once.
+// Same contract as gemm otherwise.
+void gemm_bf16_to_float(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float alpha, const BFloat16* a, std::int64_t lda, const BFloat16* b,
+                        std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
 // `batch` independent gemms; matrix i of each operand starts at (pointer + i * stride_x).
 // A stride of 0 shares one matrix across the batch (a weight, say). Small matrices run in

@@ -8,6 +8,7 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/flat_correlate_bf16.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/quantized_gemm.h"
@@ -59,6 +60,12 @@ F* pick(F* baseline_fn, F* avx2_fn, F* avx512_fn, F* avx512_bf16_fn) {
   void gemm_batched(bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, T,         \
                     const T*, std::int64_t, std::int64_t, const T*, std::int64_t, std::int64_t, T, \
                     T*, std::int64_t, std::int64_t);                                               \
+  void gemm_bf16_to_float(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,             \
+                          const BFloat16*, std::int64_t, const BFloat16*, std::int64_t, float,     \
+                          float*, std::int64_t);                                                   \
+  void flat_correlate_bf16(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*,         \
+                           const std::uint32_t*, const std::uint32_t*, std::int64_t, std::int64_t, \
+                           float*, std::int64_t);                                                  \
   void gemm_u8s8s32(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*, std::int64_t,   \
                     const std::int8_t*, std::int64_t, std::int32_t*, std::int64_t);                \
   std::int64_t quantize_rows_symmetric_s8(const float*, std::int64_t, std::int64_t, std::int8_t*,  \
@@ -155,6 +162,30 @@ void gemm_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t m
 }
 
 FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_GEMM)
+
+void gemm_bf16_to_float(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float alpha, const BFloat16* a, std::int64_t lda, const BFloat16* b,
+                        std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  FRUGAL_PICK4(gemm_bf16_to_float)(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+bool flat_correlate_bf16_available() {
+#if FRUGAL_CPU_VARIANTS
+  return cpu_isa() == CpuIsa::avx512_bf16;
+#elif defined(__AVX512BF16__)
+  return true;  // the one copy is built for this machine (FRUGAL_NATIVE) and has it
+#else
+  return false;
+#endif
+}
+
+void flat_correlate_bf16(std::int64_t O, std::int64_t C, std::int64_t taps,
+                         const std::int64_t* offsets, const std::uint32_t* packed_weights,
+                         const std::uint32_t* in, std::int64_t pair_stride, std::int64_t Q,
+                         float* out, std::int64_t out_stride) {
+  FRUGAL_PICK4(flat_correlate_bf16)
+  (O, C, taps, offsets, packed_weights, in, pair_stride, Q, out, out_stride);
+}
 
 // ---- int8 GEMM (quantized_gemm.cpp: up to avx512_bf16, which carries VNNI's vpdpbusd) ----
 

@@ -189,6 +189,19 @@ TEST_CASE("conv2d in 16-bit types computes in float", "[conv]") {
   }
 }
 
+TEST_CASE("bfloat16 shifted convolution with odd channel counts", "[conv]") {
+  // On AVX512_BF16 the shifted path multiplies channel pairs with vdpbf16ps: an odd channel
+  // count pairs the last channel with zero, forward (C odd) and backward to the input (O odd),
+  // and more than 12 outputs take a second register block. Rerun at every level by the isa
+  // suites, where the float kernel or the per-tap GEMMs compute the same numbers.
+  const Conv2dParams odd_inputs = make(2, 9, 7, 6, 13, 3, 3, 1, 1, 1, 1);
+  const Conv2dParams odd_outputs = make(3, 14, 5, 8, 9, 3, 3, 1, 1, 1, 1, 2, 1);
+  for (const auto& p : {odd_inputs, odd_outputs}) {
+    REQUIRE(conv2d_path<BFloat16>(p) == ConvPath::kShifted);
+    check_conv<BFloat16>(p, true, 2e-2, 9);
+  }
+}
+
 TEST_CASE("the naive reference is the gradient of the naive forward", "[conv]") {
   const Conv2dParams p = make(2, 4, 6, 7, 6, 3, 2, 2, 1, 1, 1, 1, 2, 2);
   auto x = as_double(random_values<double>(p.N * p.C * p.H * p.W, 1));

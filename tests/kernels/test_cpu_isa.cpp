@@ -160,6 +160,45 @@ TEST_CASE("every supported copy of the kernels matches the scalar reference", "[
       }
     }
 
+    SECTION(std::string("bfloat16 gemm, every transpose, ") + cpu_isa_name(isa)) {
+      // Past every block edge of the vdpbf16ps kernel (64 x 128 tiles, 256-deep k blocks,
+      // 8 x 32 register blocks) and an odd k, so the last pair is half padding.
+      const std::int64_t m = 70, n = 133, k = 301;
+      const float alpha = 0.5f, beta = -1.5f;
+      const auto a = converted<BFloat16>(random_floats(static_cast<std::size_t>(m * k), 11));
+      const auto b = converted<BFloat16>(random_floats(static_cast<std::size_t>(k * n), 12));
+      const auto c0 = random_floats(static_cast<std::size_t>(m * n), 13);
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true}) {
+          INFO("trans_a " << ta << " trans_b " << tb);
+          // The same matrices stored transposed when asked, so one reference serves all four.
+          std::vector<BFloat16> at(a.size()), bt(b.size());
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t p = 0; p < k; ++p) at[ta ? p * m + i : i * k + p] = a[i * k + p];
+          for (std::int64_t p = 0; p < k; ++p)
+            for (std::int64_t j = 0; j < n; ++j) bt[tb ? j * k + p : p * n + j] = b[p * n + j];
+          std::vector<float> c_f = c0;
+          gemm_bf16_to_float(ta, tb, m, n, k, alpha, at.data(), ta ? m : k, bt.data(),
+                             tb ? k : n, beta, c_f.data(), n);
+          const auto c_start = converted<BFloat16>(c0);
+          std::vector<BFloat16> c_bf = c_start;
+          gemm<BFloat16>(ta, tb, m, n, k, BFloat16(alpha), at.data(), ta ? m : k, bt.data(),
+                         tb ? k : n, BFloat16(beta), c_bf.data(), n);
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              double dot = 0;
+              for (std::int64_t p = 0; p < k; ++p)
+                dot += as_double(a[i * k + p]) * as_double(b[p * n + j]);
+              const std::size_t at_ij = static_cast<std::size_t>(i * n + j);
+              const double want = alpha * dot + beta * double(c0[at_ij]);
+              CHECK(std::abs(c_f[at_ij] - want) <= 1e-4 * (1 + std::abs(want)) + 1e-4);
+              const double want_bf = alpha * dot + beta * as_double(c_start[at_ij]);
+              CHECK(std::abs(as_double(c_bf[at_ij]) - want_bf) <=
+                    1e-4 + std::abs(want_bf) / 128);
+            }
+        }
+    }
+
     SECTION(std::string("every convolution path, ") + cpu_isa_name(isa)) {
       const Conv2dParams im2col = square_kernel({.N = 2, .C = 3, .H = 11, .W = 9, .O = 5}, 3, 2, 1);
       check_conv_forward<float>(im2col, ConvPath::kIm2col, 1e-4);
