@@ -1,7 +1,7 @@
 // frugal-bench-gemm: matrix multiply through frugal (mm on tensors, output taken from the
 // caching allocator; float32 or bfloat16) against Eigen's float32 GEMM called directly on
-// preallocated matrices, square sizes, at a given thread count. The two run alternately; the ratio is the median of the
-// pairwise ratios, as bench/ protocol asks.
+// preallocated matrices, square sizes, at a given thread count. The two run alternately; the ratio
+// is the median of the pairwise ratios, as bench/ protocol asks.
 #include <Eigen/Core>
 #include <cstdio>
 #include <string>

@@ -241,8 +241,8 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
   const Geometry g(p, sizeof(A));
   Plan plan;
   plan.flat = weight_grad ? use_flat_weight_kernel<T>(g) : use_flat_kernel<T>(g);
-  plan.pairs = !weight_grad && plan.flat && std::is_same_v<T, BFloat16> &&
-               flat_correlate_bf16_available();
+  plan.pairs =
+      !weight_grad && plan.flat && std::is_same_v<T, BFloat16> && flat_correlate_bf16_available();
   const std::int64_t tap_elems = plan.flat
                                      ? g.G * std::max(flat_weights_per_group(g.Og, g.Cg, g.taps),
                                                       flat_weights_per_group(g.Cg, g.Og, g.taps))

@@ -33,8 +33,8 @@ inline std::int64_t flat_correlate_bf16_packed_size(std::int64_t O, std::int64_t
 }
 // weight(o, c, t) gives the weight of output o, input c, tap t.
 template <class F>
-void pack_flat_correlate_bf16_weights(std::int64_t O, std::int64_t C, std::int64_t taps,
-                                      F weight, std::uint32_t* packed) {
+void pack_flat_correlate_bf16_weights(std::int64_t O, std::int64_t C, std::int64_t taps, F weight,
+                                      std::uint32_t* packed) {
   const std::int64_t pairs = (C + 1) / 2;
   std::fill(packed, packed + flat_correlate_bf16_packed_size(O, C, taps), 0u);
   for (std::int64_t o = 0; o < O; ++o)

@@ -71,7 +71,8 @@ inline void kernel_8x32(std::int64_t pairs, const std::uint32_t* ap, const std::
     const auto b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(bp + p * kNr + 16));
 #pragma GCC unroll 8
     for (int r = 0; r < kMr; ++r) {
-      const auto a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ap[p * kMr + r])));
+      const auto a =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ap[p * kMr + r])));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
     }

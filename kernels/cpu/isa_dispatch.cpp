@@ -63,7 +63,7 @@ F* pick(F* baseline_fn, F* avx2_fn, F* avx512_fn, F* avx512_bf16_fn) {
   void gemm_bf16_to_float(bool, bool, std::int64_t, std::int64_t, std::int64_t, float,             \
                           const BFloat16*, std::int64_t, const BFloat16*, std::int64_t, float,     \
                           float*, std::int64_t);                                                   \
-  void flat_correlate_bf16(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*,         \
+  void flat_correlate_bf16(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*,          \
                            const std::uint32_t*, const std::uint32_t*, std::int64_t, std::int64_t, \
                            float*, std::int64_t);                                                  \
   void gemm_u8s8s32(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*, std::int64_t,   \

@@ -178,8 +178,8 @@ TEST_CASE("every supported copy of the kernels matches the scalar reference", "[
           for (std::int64_t p = 0; p < k; ++p)
             for (std::int64_t j = 0; j < n; ++j) bt[tb ? j * k + p : p * n + j] = b[p * n + j];
           std::vector<float> c_f = c0;
-          gemm_bf16_to_float(ta, tb, m, n, k, alpha, at.data(), ta ? m : k, bt.data(),
-                             tb ? k : n, beta, c_f.data(), n);
+          gemm_bf16_to_float(ta, tb, m, n, k, alpha, at.data(), ta ? m : k, bt.data(), tb ? k : n,
+                             beta, c_f.data(), n);
           const auto c_start = converted<BFloat16>(c0);
           std::vector<BFloat16> c_bf = c_start;
           gemm<BFloat16>(ta, tb, m, n, k, BFloat16(alpha), at.data(), ta ? m : k, bt.data(),
@@ -193,8 +193,7 @@ TEST_CASE("every supported copy of the kernels matches the scalar reference", "[
               const double want = alpha * dot + beta * double(c0[at_ij]);
               CHECK(std::abs(c_f[at_ij] - want) <= 1e-4 * (1 + std::abs(want)) + 1e-4);
               const double want_bf = alpha * dot + beta * as_double(c_start[at_ij]);
-              CHECK(std::abs(as_double(c_bf[at_ij]) - want_bf) <=
-                    1e-4 + std::abs(want_bf) / 128);
+              CHECK(std::abs(as_double(c_bf[at_ij]) - want_bf) <= 1e-4 + std::abs(want_bf) / 128);
             }
         }
     }
