@@ -23,10 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Fashion-MNIST's class names, as directory names.
-const char* const kClasses[10] = {"t-shirt", "trouser", "pullover", "dress", "coat",
-                                  "sandal",  "shirt",   "sneaker",  "bag",   "ankle-boot"};
-
 void append(void* context, void* data, int size) {
   auto* out = static_cast<std::string*>(context);
   out->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
@@ -49,7 +45,7 @@ int run(int argc, char** argv) {
       cli.get("data"), cli.get("split") == "test" ? data::Split::Test : data::Split::Train);
   const std::int64_t count = std::min<std::int64_t>(cli.get_int("count"), set.size());
   const fs::path root = cli.get("output");
-  for (const char* c : kClasses) fs::create_directories(root / c);
+  for (const char* c : data::kFashionMnistClasses) fs::create_directories(root / c);
   const int h = static_cast<int>(set.pixels.size(2)), w = static_cast<int>(set.pixels.size(3));
   const auto* pixels = set.pixels.data_ptr<std::uint8_t>();
   const auto* labels = set.labels.data_ptr<std::int64_t>();
@@ -64,7 +60,7 @@ int run(int argc, char** argv) {
     char name[32];
     std::snprintf(name, sizeof name, "%05lld.%s", static_cast<long long>(i), format.c_str());
     // Plain writes: 10,000 fsyncs would take longer than the benchmark itself.
-    const std::string path = (root / kClasses[labels[i]] / name).string();
+    const std::string path = (root / data::kFashionMnistClasses[labels[i]] / name).string();
     std::FILE* f = std::fopen(path.c_str(), "wb");
     FRUGAL_CHECK(f != nullptr, "cannot create " + path);
     const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "allocator/default_allocators.h"
@@ -62,6 +63,13 @@ SampleError as_sample_error(std::exception_ptr error, std::int64_t index, const 
 // barriers busy-wait, which on a loaded machine costs far more than it saves).
 class WorkerTeam;
 
+// What skip_bad left out, shared by the loader and its epochs.
+struct DataLoader::SkipRecord {
+  std::atomic<std::int64_t> count{0};
+  std::mutex mutex;
+  std::set<std::int64_t> indices;
+};
+
 struct LoaderEpoch::State {
   std::shared_ptr<const Dataset> dataset;
   SampleSpec spec;
@@ -70,7 +78,7 @@ struct LoaderEpoch::State {
   std::vector<std::int64_t> order;
   std::int64_t num_batches = 0;
   std::int64_t first_batch = 0;
-  std::shared_ptr<std::atomic<std::int64_t>> skipped;
+  std::shared_ptr<DataLoader::SkipRecord> skipped;
   std::size_t data_bytes = 0, target_bytes = 0;
 
   // A batch being made or made: slot b % prefetch of the ring holds batch b.
@@ -172,8 +180,11 @@ void LoaderEpoch::State::finish(Slot& slot) {
       slot.error = std::make_exception_ptr(error);
       break;
     }
-    std::fprintf(stderr, "DataLoader: skipping %s\n", error.what());
-    skipped->fetch_add(1);
+    skipped->count.fetch_add(1);
+    const std::lock_guard<std::mutex> lock(skipped->mutex);
+    // Named the first time only: a bad file is met again every epoch.
+    if (skipped->indices.insert(order[static_cast<std::size_t>(base + i)]).second)
+      std::fprintf(stderr, "DataLoader: skipping %s\n", error.what());
   }
   slot.errors.clear();
   if (!slot.error && kept < count) {
@@ -410,7 +421,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset,
     : dataset_(std::move(dataset)),
       sampler_(std::move(sampler)),
       options_(std::move(options)),
-      skipped_(std::make_shared<std::atomic<std::int64_t>>(0)) {
+      skipped_(std::make_shared<SkipRecord>()) {
   FRUGAL_CHECK(dataset_ != nullptr, "DataLoader: the dataset is null");
   FRUGAL_CHECK(sampler_ != nullptr, "DataLoader: the sampler is null");
   FRUGAL_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got " +
@@ -425,6 +436,13 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset,
                "DataLoader's dataset its transforms instead");
   FRUGAL_CHECK(sampler_->size() >= 0,
                "DataLoader: the sampler's size is negative: " + std::to_string(sampler_->size()));
+}
+
+std::int64_t DataLoader::skipped() const { return skipped_->count.load(); }
+
+std::vector<std::int64_t> DataLoader::skipped_indices() const {
+  const std::lock_guard<std::mutex> lock(skipped_->mutex);
+  return {skipped_->indices.begin(), skipped_->indices.end()};
 }
 
 std::int64_t DataLoader::num_batches() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -84,15 +85,20 @@ class DataLoader {
   Iterator begin() const;
   Iterator end() const { return {}; }
 
-  // Samples left out under skip_bad since this loader was made, over all its epochs.
-  std::int64_t skipped() const { return skipped_->load(); }
+  // Samples left out under skip_bad since this loader was made, over all its epochs (a bad
+  // sample met in three epochs counts three times).
+  std::int64_t skipped() const;
+  // The distinct dataset indices left out so far, ascending.
+  std::vector<std::int64_t> skipped_indices() const;
+
+  struct SkipRecord;
 
  private:
   std::shared_ptr<const Dataset> dataset_;
   std::shared_ptr<const Sampler> sampler_;
   DataLoaderOptions options_;
   std::int64_t epoch_ = 0;
-  std::shared_ptr<std::atomic<std::int64_t>> skipped_;
+  std::shared_ptr<SkipRecord> skipped_;
   // With persistent_workers: the team kept for the loader's life (made by the first epoch).
   mutable std::shared_ptr<class WorkerTeam> team_;
 };

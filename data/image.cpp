@@ -246,6 +246,16 @@ void decode_image(const unsigned char* bytes, std::size_t size, int channels,
   FRUGAL_CHECK(w == width && h == height, name + ": decoded size differs from the header's");
 }
 
+std::optional<ImageHeader> peek_image_header(const unsigned char* bytes, std::size_t size) {
+  ImageHeader h;
+  h.format = sniff_image_format(bytes, size);
+  if (h.format == ImageFormat::Unknown || size > 0x7fffffff) return std::nullopt;
+  const int len = static_cast<int>(size);
+  if (!stbi_info_from_memory(bytes, len, &h.width, &h.height, &h.channels)) return std::nullopt;
+  h.sixteen_bit = h.format == ImageFormat::Png && stbi_is_16_bit_from_memory(bytes, len);
+  return h;
+}
+
 void read_file_into(const std::string& path, std::vector<unsigned char>& buffer) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));

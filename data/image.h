@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,16 @@ inline constexpr std::int64_t kMaxImagePixels = FRUGAL_MAX_IMAGE_PIXELS;
 // damaged containers, the byte offset of the damage.
 void decode_image(const unsigned char* bytes, std::size_t size, int channels,
                   const std::string& name, Image& out);
+
+// What a PNG/JPEG header declares, read without decoding pixels or checking the container:
+// channels as stored (1 gray, 2 gray + alpha, 3 colour, 4 colour + alpha; a palette PNG
+// counts as colour). Nothing when the header cannot be read.
+struct ImageHeader {
+  ImageFormat format = ImageFormat::Unknown;
+  int height = 0, width = 0, channels = 0;
+  bool sixteen_bit = false;
+};
+std::optional<ImageHeader> peek_image_header(const unsigned char* bytes, std::size_t size);
 
 // Reads a whole file into `buffer` (reused between calls); errors name the file.
 void read_file_into(const std::string& path, std::vector<unsigned char>& buffer);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "common/error.h"
 
@@ -95,7 +96,8 @@ void transform_into_slot(const Image& decoded, const Compose& transform, const I
     throw Error(dataset.source(index) + ": image " + decoded.shape.str() + " becomes " +
                 known_output.str() + " after " + transform.str() +
                 ", but the data set's samples are " + expected.str() +
-                " (set by the first image; add Resize or CenterCrop to make them agree)");
+                " (set by the first image; add Resize and CenterCrop to make them agree, as "
+                "frugal-train --image-size N does)");
   SampleRandom random(slot.seed);
   transform.run_into(decoded, slot.data, t.a, t.b, random);
   *static_cast<std::int64_t*>(slot.target) = label;
@@ -122,6 +124,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
                     status_error.message());
       std::fprintf(stderr, "ImageFolder: skipping unreadable class directory %s: %s\n",
                    entry.path().c_str(), status_error.message().c_str());
+      scan_skipped_.push_back({entry.path().string(), status_error.message()});
       ++skipped_directories_;
       continue;
     }
@@ -132,6 +135,7 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
     } catch (const Error& e) {
       if (!options_.skip_bad) throw;
       std::fprintf(stderr, "%s (skipped)\n", e.what());
+      scan_skipped_.push_back({entry.path().string(), e.what()});
       ++skipped_directories_;
       continue;
     }
@@ -148,10 +152,57 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
                                       " has no class directories (expected root/<class>/<image>)");
   FRUGAL_CHECK(!files_.empty(), "ImageFolder: no images under " + root +
                                     " (looked for root/<class>/*.png|jpg|jpeg)");
+  // The sample shape comes from the first image that decodes; under skip_bad the damaged
+  // ones before it are left out of the listing (so they are not met, or counted, again).
   Image first;
-  decode(0, first);
-  shape_ = options_.transform.output_shape(first.shape);
+  for (;;) {
+    try {
+      decode(0, first);
+      break;
+    } catch (const Error& e) {
+      if (!options_.skip_bad) throw;
+      std::fprintf(stderr, "ImageFolder: skipping %s\n", e.what());
+      scan_skipped_.push_back({files_.front(), e.what()});
+      files_.erase(files_.begin());
+      labels_.erase(labels_.begin());
+      FRUGAL_CHECK(!files_.empty(), "ImageFolder: no readable image under " + root +
+                                        " (every one was damaged; see the lines above)");
+    }
+  }
+  first_ = first.shape;
+  shape_ = options_.transform.output_shape(first_);
   spec_ = image_sample_spec(shape_);
+}
+
+std::shared_ptr<ImageFolder> ImageFolder::with_transform(Compose transform,
+                                                        std::optional<int> channels) const {
+  auto view = std::make_shared<ImageFolder>(*this);
+  if (channels) {
+    FRUGAL_CHECK(*channels >= 1 && *channels <= 4,
+                 "ImageFolder::with_transform: channels must be 1, 2, 3 or 4, got " +
+                     std::to_string(*channels));
+    view->options_.channels = *channels;
+    view->first_.channels = *channels;  // the same pixels decoded to other channels
+  }
+  view->shape_ = transform.output_shape(view->first_);
+  view->spec_ = image_sample_spec(view->shape_);
+  view->options_.transform = std::move(transform);
+  return view;
+}
+
+int ImageFolder::probe_channels(std::int64_t max_files) const {
+  const std::int64_t n = size(), step = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, max_files));
+  std::vector<unsigned char> bytes;
+  for (std::int64_t i = 0; i < n; i += step) {
+    try {
+      read_file_into(files_[static_cast<std::size_t>(i)], bytes);
+    } catch (const Error&) {
+      continue;
+    }
+    const std::optional<ImageHeader> header = peek_image_header(bytes.data(), bytes.size());
+    if (header && header->channels >= 3) return 3;
+  }
+  return 1;
 }
 
 void ImageFolder::decode(std::int64_t index, Image& out) const {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,16 +21,29 @@ struct ImageFolderOptions {
   Compose transform = {};
   // File name endings (matched without regard to case) that count as images.
   std::vector<std::string> extensions = {".png", ".jpg", ".jpeg"};
-  // Leave out class directories that cannot be listed (logged and counted) instead of failing.
+  // Leave out what is found damaged while the tree is scanned (class directories that cannot
+  // be listed, images before the first readable one) instead of failing: logged and listed
+  // in scan_skipped(). Damage met later is get()'s error, which a DataLoader with skip_bad
+  // leaves out.
   bool skip_bad = false;
+};
+
+// A file or directory left out by skip_bad, and why.
+struct SkippedFile {
+  std::string path, reason;
 };
 
 class ImageFolder : public Dataset {
  public:
   // Lists the tree (not the pixels: images are read when asked for). The sample shape is the
-  // first image's after the transforms; every other image must come out the same, or its
-  // get() fails naming it. Errors name the directory that cannot be read.
+  // first readable image's after the transforms; every other image must come out the same,
+  // or its get() fails naming it. Errors name the directory or file that cannot be read.
   explicit ImageFolder(const std::string& root, ImageFolderOptions options = {});
+
+  // The same listing with another transform, and decoding to other channels if given (a
+  // training and an evaluation view of one tree are listed once).
+  std::shared_ptr<ImageFolder> with_transform(Compose transform,
+                                              std::optional<int> channels = std::nullopt) const;
 
   std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
   SampleSpec spec() const override { return spec_; }
@@ -39,11 +54,17 @@ class ImageFolder : public Dataset {
   std::int64_t label(std::int64_t index) const {
     return labels_.at(static_cast<std::size_t>(index));
   }
+  const std::vector<std::int64_t>& labels() const { return labels_; }
   const std::string& path(std::int64_t index) const {
     return files_.at(static_cast<std::size_t>(index));
   }
-  // Class directories left out by skip_bad.
+  // What the scan left out under skip_bad: class directories and images.
+  const std::vector<SkippedFile>& scan_skipped() const { return scan_skipped_; }
   std::int64_t skipped_directories() const { return skipped_directories_; }
+  // 1 when every one of (at most) `max_files` images spread over the tree stores gray (or
+  // gray + alpha), 3 when any stores colour: the channels a model of this tree should take.
+  // Reads headers only; a file whose header cannot be read is passed over.
+  int probe_channels(std::int64_t max_files = 64) const;
   // The decoded image before the transforms (what frugal-pack stores), checked against its
   // file name's extension.
   void decode(std::int64_t index, Image& out) const;
@@ -56,6 +77,8 @@ class ImageFolder : public Dataset {
   std::vector<std::string> files_;
   std::vector<std::int64_t> labels_;
   std::int64_t skipped_directories_ = 0;
+  std::vector<SkippedFile> scan_skipped_;
+  ImageShape first_;  // the first readable image as decoded
   ImageShape shape_;  // after the transforms
   SampleSpec spec_;
 };

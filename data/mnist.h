@@ -18,6 +18,10 @@ inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fash
 // to [0, 1]. (MNIST's are 0.1307 and 0.3081.)
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;
+// Fashion-MNIST's ten classes in label order, as directory names.
+inline constexpr const char* kFashionMnistClasses[10] = {
+    "t-shirt", "trouser", "pullover", "dress", "coat",
+    "sandal",  "shirt",   "sneaker",  "bag",   "ankle-boot"};
 
 struct MnistDataset {
   Tensor pixels;  // uint8 [N, 1, H, W], as stored in the file

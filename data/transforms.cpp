@@ -157,20 +157,25 @@ Taps taps(int in, int out) {
   return t;
 }
 
+// The source rectangle a resampling reads: rows [top, top + height), columns [left, left + width).
+struct SourceWindow {
+  int top, left, height, width;
+};
+
 template <class T>
-void resize_typed(const Image& in, Image& out, const ImageShape& os) {
+void resize_typed(const Image& in, const SourceWindow& window, Image& out, const ImageShape& os) {
   T* dst = static_cast<T*>(out.reset(os));
   const T* src = static_cast<const T*>(in.pixels);
   const Strides si = strides_of(in.shape), so = strides_of(os);
-  const Taps ty = taps(in.shape.height, os.height), tx = taps(in.shape.width, os.width);
+  const Taps ty = taps(window.height, os.height), tx = taps(window.width, os.width);
   for (int c = 0; c < os.channels; ++c)
     for (int y = 0; y < os.height; ++y) {
-      const T* r0 = src + c * si.c + static_cast<std::size_t>(ty.i0[y]) * si.y;
-      const T* r1 = src + c * si.c + static_cast<std::size_t>(ty.i1[y]) * si.y;
+      const T* r0 = src + c * si.c + static_cast<std::size_t>(window.top + ty.i0[y]) * si.y;
+      const T* r1 = src + c * si.c + static_cast<std::size_t>(window.top + ty.i1[y]) * si.y;
       const float wy = ty.w1[y];
       for (int x = 0; x < os.width; ++x) {
-        const std::size_t a = static_cast<std::size_t>(tx.i0[x]) * si.x,
-                          b = static_cast<std::size_t>(tx.i1[x]) * si.x;
+        const std::size_t a = static_cast<std::size_t>(window.left + tx.i0[x]) * si.x,
+                          b = static_cast<std::size_t>(window.left + tx.i1[x]) * si.x;
         const float wx = tx.w1[x];
         const float top = static_cast<float>(r0[a]) +
                           (static_cast<float>(r0[b]) - static_cast<float>(r0[a])) * wx;
@@ -185,6 +190,13 @@ void resize_typed(const Image& in, Image& out, const ImageShape& os) {
           *d = v;
       }
     }
+}
+
+void resize_window(const Image& in, const SourceWindow& window, Image& out, const ImageShape& os) {
+  if (in.shape.is_float)
+    resize_typed<float>(in, window, out, os);
+  else
+    resize_typed<unsigned char>(in, window, out, os);
 }
 
 void check_positive(int v, const char* what, const std::string& who) {
@@ -282,10 +294,7 @@ ImageShape Resize::output_shape(const ImageShape& in) const {
 bool Resize::apply(const Image& in, Image& out, SampleRandom&) const {
   const ImageShape os = output_shape(in.shape);
   if (os == in.shape) return false;
-  if (in.shape.is_float)
-    resize_typed<float>(in, out, os);
-  else
-    resize_typed<unsigned char>(in, out, os);
+  resize_window(in, {0, 0, in.shape.height, in.shape.width}, out, os);
   return true;
 }
 
@@ -321,6 +330,62 @@ bool RandomCrop::apply(const Image& in, Image& out, SampleRandom& random) const 
 std::string RandomCrop::name() const {
   return "RandomCrop(" + std::to_string(height_) + "x" + std::to_string(width_) +
          ", padding=" + std::to_string(padding_) + ")";
+}
+
+RandomResizedCrop::RandomResizedCrop(int size, std::pair<double, double> scale,
+                                     std::pair<double, double> ratio)
+    : size_(size), scale_(scale), ratio_(ratio) {
+  check_positive(size, "size", "RandomResizedCrop");
+  FRUGAL_CHECK(scale.first > 0 && scale.first <= scale.second && scale.second <= 1,
+               "RandomResizedCrop: scale must satisfy 0 < min <= max <= 1, got (" +
+                   std::to_string(scale.first) + ", " + std::to_string(scale.second) + ")");
+  FRUGAL_CHECK(ratio.first > 0 && ratio.first <= ratio.second,
+               "RandomResizedCrop: ratio must satisfy 0 < min <= max, got (" +
+                   std::to_string(ratio.first) + ", " + std::to_string(ratio.second) + ")");
+}
+
+ImageShape RandomResizedCrop::output_shape(const ImageShape& in) const {
+  FRUGAL_CHECK(in.height > 0 && in.width > 0, name() + ": empty image " + in.str());
+  return with_size(in, size_, size_);
+}
+
+// torchvision's RandomResizedCrop.get_params: up to ten draws of an area fraction and a
+// log-uniform aspect ratio, the first window that fits is taken at a random place; if none
+// fits, the whole image clamped to the ratio range, centred.
+RandomResizedCrop::Window RandomResizedCrop::draw(int height, int width,
+                                                  SampleRandom& random) const {
+  const double area = static_cast<double>(height) * width;
+  const double log_lo = std::log(ratio_.first), log_hi = std::log(ratio_.second);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * (scale_.first + (scale_.second - scale_.first) * random.uniform());
+    const double aspect = std::exp(log_lo + (log_hi - log_lo) * random.uniform());
+    const auto w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
+    const auto h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    if (w > 0 && w <= width && h > 0 && h <= height) {
+      const auto top = static_cast<int>(random.below(static_cast<std::uint64_t>(height - h + 1)));
+      const auto left = static_cast<int>(random.below(static_cast<std::uint64_t>(width - w + 1)));
+      return {top, left, h, w};
+    }
+  }
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < ratio_.first)
+    h = std::max(1, static_cast<int>(std::lround(w / ratio_.first)));
+  else if (in_ratio > ratio_.second)
+    w = std::max(1, static_cast<int>(std::lround(h * ratio_.second)));
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
+bool RandomResizedCrop::apply(const Image& in, Image& out, SampleRandom& random) const {
+  const Window w = draw(in.shape.height, in.shape.width, random);
+  resize_window(in, {w.top, w.left, w.height, w.width}, out, output_shape(in.shape));
+  return true;
+}
+
+std::string RandomResizedCrop::name() const {
+  return "RandomResizedCrop(" + std::to_string(size_) + ", scale=(" + std::to_string(scale_.first) +
+         ", " + std::to_string(scale_.second) + "), ratio=(" + std::to_string(ratio_.first) + ", " +
+         std::to_string(ratio_.second) + "))";
 }
 
 CenterCrop::CenterCrop(int height, int width) : height_(height), width_(width) {

@@ -1,11 +1,12 @@
 // Image transforms with torchvision's names and semantics, composed in order: Resize,
-// RandomCrop (with padding), CenterCrop, RandomHorizontalFlip, ToTensor (HWC uint8 -> CHW
-// float in [0, 1]) and Normalize. Each knows the shape it produces, so a dataset knows its
+// RandomCrop (with padding), RandomResizedCrop, CenterCrop, RandomHorizontalFlip, ToTensor
+// (HWC uint8 -> CHW float in [0, 1]) and Normalize. Each knows the shape it produces, so a dataset knows its
 // sample shape before decoding anything; random ones draw from the sample's own generator.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/image.h"
@@ -54,6 +55,28 @@ class RandomCrop : public Transform {
 
  private:
   int height_, width_, padding_;
+};
+
+// A random window of the image, resized to size x size: its area a uniform fraction in
+// `scale` of the image's, its width/height ratio log-uniform in `ratio` (torchvision's
+// RandomResizedCrop, the training crop of its ImageNet recipe; bilinear as Resize).
+class RandomResizedCrop : public Transform {
+ public:
+  explicit RandomResizedCrop(int size, std::pair<double, double> scale = {0.08, 1.0},
+                             std::pair<double, double> ratio = {3.0 / 4.0, 4.0 / 3.0});
+  ImageShape output_shape(const ImageShape& in) const override;
+  bool apply(const Image& in, Image& out, SampleRandom& random) const override;
+  std::string name() const override;
+
+  struct Window {
+    int top, left, height, width;
+  };
+  // The window drawn for an image of height x width (what apply() resamples).
+  Window draw(int height, int width, SampleRandom& random) const;
+
+ private:
+  int size_;
+  std::pair<double, double> scale_, ratio_;
 };
 
 // The central window (zero-padded where the image is smaller, as torchvision does).

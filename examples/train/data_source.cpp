@@ -1,14 +1,21 @@
 // frugal-train's data sources: the idx files in an InMemoryLoader (the original path), or any
-// Dataset (idx in memory, ImageFolder, shards) behind a DataLoader.
+// Dataset (idx in memory, ImageFolder views, a held-out Subset, shards) behind DataLoaders;
+// and the transforms, channels and normalisation the options ask for.
 #include "examples/train/data_source.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include "common/error.h"
 #include "data/data_loader.h"
 #include "data/image_folder.h"
 #include "data/mnist.h"
 #include "data/shard_dataset.h"
+#include "data/subset.h"
 #include "data/tensor_image_dataset.h"
 
 namespace fs = std::filesystem;
@@ -43,27 +50,174 @@ bool holds_shards(const fs::path& dir) {
   return false;
 }
 
-// What every image source does to a decoded image: to [0, 1], then Fashion-MNIST's mean/std.
-data::Compose normalise() {
-  return data::Compose({std::make_shared<data::ToTensor>(),
-                        std::make_shared<data::Normalize>(
-                            std::vector<float>{static_cast<float>(data::kFashionMnistMean)},
-                            std::vector<float>{static_cast<float>(data::kFashionMnistStd)})});
+bool has_subdirectory(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().rfind('.', 0) != 0 && it->is_directory(ec)) return true;
+  return false;
 }
+
+// ---- Transforms -------------------------------------------------------------------------
+
+using Steps = std::vector<data::TransformPtr>;
+
+std::string resolve_augment(const std::string& augment, int image_size) {
+  if (augment == "auto")
+    return image_size == 0 ? "none" : image_size >= 64 ? "resized-crop" : "pad-crop";
+  if (augment != "none" && augment != "flip" && augment != "pad-crop" &&
+      augment != "resized-crop")
+    throw ConfigError("--augment must be auto, none, flip, pad-crop or resized-crop, got '" +
+                      augment + "'");
+  if ((augment == "pad-crop" || augment == "resized-crop") && image_size == 0)
+    throw ConfigError("--augment " + augment + " crops to --image-size N; give --image-size");
+  return augment;
+}
+
+// Evaluation: the short side resized to N, then the central N x N (torchvision's Resize +
+// CenterCrop); nothing without --image-size.
+Steps eval_steps(int image_size) {
+  if (image_size == 0) return {};
+  return {std::make_shared<data::Resize>(image_size),
+          std::make_shared<data::CenterCrop>(image_size)};
+}
+
+// Training, as torchvision's recipes: pad-crop is CIFAR's (the evaluation view, padded by an
+// eighth a side and cropped at random, flipped half the time), resized-crop ImageNet's.
+Steps train_steps(int image_size, const std::string& augment) {
+  Steps steps;
+  if (augment == "resized-crop") {
+    steps.push_back(std::make_shared<data::RandomResizedCrop>(image_size));
+  } else {
+    steps = eval_steps(image_size);
+    if (augment == "pad-crop")
+      steps.push_back(
+          std::make_shared<data::RandomCrop>(image_size, std::max(1, image_size / 8)));
+  }
+  if (augment != "none") steps.push_back(std::make_shared<data::RandomHorizontalFlip>());
+  return steps;
+}
+
+struct Normalization {
+  std::vector<float> mean, std;
+  std::string from;
+};
+
+data::Compose to_model(Steps steps, const Normalization& n) {
+  steps.push_back(std::make_shared<data::ToTensor>());
+  if (!n.mean.empty()) steps.push_back(std::make_shared<data::Normalize>(n.mean, n.std));
+  return data::Compose(std::move(steps));
+}
+
+// "none", "M,S" or "M1,..,Mc,S1,..,Sc".
+Normalization parse_normalize(const std::string& text, std::int64_t channels) {
+  if (text == "none") return {{}, {}, "--normalize none (pixels in [0, 1])"};
+  std::vector<float> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      values.push_back(std::stof(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ConfigError("--normalize: '" + item + "' in '" + text + "' is not a number");
+    }
+  }
+  const auto c = static_cast<std::size_t>(channels);
+  if (values.size() != 2 && values.size() != 2 * c)
+    throw ConfigError("--normalize takes MEAN,STD or " + std::to_string(c) + " means then " +
+                      std::to_string(c) + " stds, got " + std::to_string(values.size()) +
+                      " values in '" + text + "'");
+  const std::size_t half = values.size() / 2;
+  Normalization n{{values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half)},
+                  {values.begin() + static_cast<std::ptrdiff_t>(half), values.end()},
+                  "--normalize"};
+  for (float s : n.std)
+    if (!(s > 0)) throw ConfigError("--normalize: every std must be positive, got " + text);
+  return n;
+}
+
+// Per-channel mean and std over every pixel of up to `max_samples` samples spread evenly over
+// `d`, whose samples are CHW float32 in [0, 1] (the evaluation view before Normalize).
+// Damage met here stops the run, or is passed over under skip_bad (the loader names and
+// counts it when it meets the same file).
+Normalization measure(const data::Dataset& d, bool skip_bad, std::int64_t max_samples) {
+  const data::SampleSpec spec = d.spec();
+  const std::int64_t channels = spec.data_sizes[0];
+  std::int64_t pixels = 1;
+  for (std::size_t i = 1; i < spec.data_sizes.size(); ++i) pixels *= spec.data_sizes[i];
+  std::vector<float> sample(static_cast<std::size_t>(channels * pixels));
+  std::int64_t target = 0;
+  std::vector<double> sum(static_cast<std::size_t>(channels)),
+      squares(static_cast<std::size_t>(channels));
+  const std::int64_t n = d.size(), count = std::min(n, max_samples);
+  std::int64_t used = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    try {
+      d.get(k * n / count, {sample.data(), &target, 0});
+    } catch (const Error&) {
+      if (!skip_bad) throw;
+      continue;
+    }
+    ++used;
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* p = sample.data() + c * pixels;
+      double s = 0, q = 0;
+      for (std::int64_t i = 0; i < pixels; ++i) {
+        s += p[i];
+        q += static_cast<double>(p[i]) * p[i];
+      }
+      sum[static_cast<std::size_t>(c)] += s;
+      squares[static_cast<std::size_t>(c)] += q;
+    }
+  }
+  FRUGAL_CHECK(used > 0, "--data: none of the " + std::to_string(count) +
+                             " training images sampled for --normalize could be read");
+  Normalization result;
+  const double total = static_cast<double>(used) * static_cast<double>(pixels);
+  for (std::size_t c = 0; c < sum.size(); ++c) {
+    const double mean = sum[c] / total;
+    const double var = std::max(0.0, squares[c] / total - mean * mean);
+    result.mean.push_back(static_cast<float>(mean));
+    result.std.push_back(static_cast<float>(std::max(std::sqrt(var), 1e-3)));
+  }
+  result.from = "computed from " + std::to_string(used) + " training images";
+  return result;
+}
+
+// Mean and std of every pixel of the idx training set (uint8).
+Normalization measure_idx(const data::MnistDataset& train) {
+  const Tensor pixels = train.pixels.contiguous();
+  const auto* p = pixels.data_ptr<std::uint8_t>();
+  const std::int64_t n = pixels.numel();
+  std::uint64_t sum = 0, squares = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    sum += p[i];
+    squares += static_cast<std::uint64_t>(p[i]) * p[i];
+  }
+  const double mean = static_cast<double>(sum) / static_cast<double>(n) / 255.0;
+  const double var = static_cast<double>(squares) / static_cast<double>(n) / (255.0 * 255.0) -
+                     mean * mean;
+  return {{static_cast<float>(mean)},
+          {static_cast<float>(std::sqrt(std::max(var, 1e-6)))},
+          "computed from every training pixel"};
+}
+
+// ---- Sources ----------------------------------------------------------------------------
 
 // The original path: the idx data set in memory, batches gathered and normalised on the
 // caller's thread.
 class InMemorySource : public DataSource {
  public:
-  InMemorySource(const DataSourceOptions& options)
-      : train_(data::load_mnist(options.path, data::Split::Train)),
-        test_(data::load_mnist(options.path, data::Split::Test)),
+  InMemorySource(data::MnistDataset train, data::MnistDataset test,
+                 const DataSourceOptions& options)
+      : train_(std::move(train)),
+        test_(std::move(test)),
         loader_(train_.pixels, train_.labels,
                 {.batch_size = options.batch_size,
                  .shuffle = true,
                  .seed = options.seed,
                  .transform = [this](const Tensor& pixels) { return train_.normalize(pixels); }}) {}
-  std::string kind() const override { return "idx"; }
   std::int64_t train_size() const override { return train_.size(); }
   std::int64_t test_size() const override { return test_.size(); }
   void set_epoch(std::int64_t epoch) override { loader_.set_epoch(epoch); }
@@ -85,10 +239,10 @@ class InMemorySource : public DataSource {
 // Any Dataset pair behind DataLoaders: workers, prefetch, pinned batches, skip-bad.
 class LoaderSource : public DataSource {
  public:
-  LoaderSource(std::string kind, std::shared_ptr<const data::Dataset> train,
-               std::shared_ptr<const data::Dataset> test, const DataSourceOptions& options)
-      : kind_(std::move(kind)),
-        test_set_(test),
+  LoaderSource(std::shared_ptr<const data::Dataset> train,
+               std::shared_ptr<const data::Dataset> test, const DataSourceOptions& options,
+               std::vector<std::string> scan_skipped)
+      : test_set_(test),
         options_(options),
         train_(train, {.batch_size = options.batch_size,
                        .shuffle = true,
@@ -97,8 +251,8 @@ class LoaderSource : public DataSource {
                        .prefetch = options.prefetch,
                        .pin_memory = options.pin_memory,
                        .persistent_workers = true,
-                       .skip_bad = options.skip_bad}) {}
-  std::string kind() const override { return kind_; }
+                       .skip_bad = options.skip_bad}),
+        skipped_(scan_skipped.begin(), scan_skipped.end()) {}
   std::int64_t train_size() const override { return train_.dataset().size(); }
   std::int64_t test_size() const override { return test_set_->size(); }
   void set_epoch(std::int64_t epoch) override {
@@ -118,78 +272,233 @@ class LoaderSource : public DataSource {
   }
   void for_each_test_batch(std::int64_t batch_size,
                            const std::function<void(const data::Batch&)>& fn) override {
-    data::DataLoader test(test_set_, {.batch_size = batch_size,
-                                      .shuffle = false,
-                                      .num_workers = options_.workers,
-                                      .prefetch = options_.prefetch,
-                                      .pin_memory = options_.pin_memory,
-                                      .skip_bad = options_.skip_bad});
-    for (data::Batch& b : test) fn(b);
-    test_skipped_ += test.skipped();
+    // One loader for every evaluation, so a bad file is named once, not once per epoch.
+    if (!test_ || test_->options().batch_size != batch_size) {
+      if (test_) note_skipped(*test_);
+      test_ = std::make_unique<data::DataLoader>(
+          test_set_, data::DataLoaderOptions{.batch_size = batch_size,
+                                             .shuffle = false,
+                                             .num_workers = options_.workers,
+                                             .prefetch = options_.prefetch,
+                                             .pin_memory = options_.pin_memory,
+                                             .skip_bad = options_.skip_bad});
+    }
+    for (data::Batch& b : *test_) fn(b);
   }
-  std::int64_t skipped() const override { return train_.skipped() + test_skipped_; }
+  std::vector<std::string> skipped_files() const override {
+    std::set<std::string> all = skipped_;
+    for (const data::DataLoader* loader : {&train_, static_cast<const data::DataLoader*>(test_.get())})
+      if (loader)
+        for (std::int64_t i : loader->skipped_indices()) all.insert(loader->dataset().source(i));
+    return {all.begin(), all.end()};
+  }
 
  private:
-  std::string kind_;
   std::shared_ptr<const data::Dataset> test_set_;
   DataSourceOptions options_;
   data::DataLoader train_;
+  void note_skipped(const data::DataLoader& loader) {
+    for (std::int64_t i : loader.skipped_indices()) skipped_.insert(loader.dataset().source(i));
+  }
+
   std::unique_ptr<data::LoaderEpoch> epoch_;
-  std::int64_t test_skipped_ = 0;
+  std::unique_ptr<data::DataLoader> test_;
+  std::set<std::string> skipped_;  // found by the scan, or by a test loader no longer kept
 };
 
-std::shared_ptr<const data::Dataset> open_split(const fs::path& dir,
-                                                const std::vector<std::string>& shard_files,
-                                                bool skip_bad, std::string& kind) {
-  if (!shard_files.empty() || holds_shards(dir)) {
-    kind = "shards";
-    return std::make_shared<data::ShardDataset>(
-        shard_files.empty() ? std::vector<std::string>{dir.string()} : shard_files,
-        data::ShardDatasetOptions{.channels = 1, .transform = normalise()});
+void check_options(const DataSourceOptions& o) {
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
+    throw ConfigError("--channels must be 1 or 3, got " + std::to_string(o.channels));
+  if (o.image_size < 0 || o.image_size > 4096)
+    throw ConfigError("--image-size must be between 1 and 4096, got " +
+                      std::to_string(o.image_size));
+  if (!(o.val_fraction > 0 && o.val_fraction < 1))
+    throw ConfigError("--val-fraction must lie strictly between 0 and 1, got " +
+                      std::to_string(o.val_fraction));
+}
+
+// The training and evaluation views of image data once its channels are known: `make` opens
+// a view with a transform (an ImageFolder view, a ShardDataset, a tensor data set).
+using MakeView = std::function<std::shared_ptr<const data::Dataset>(const data::Compose&)>;
+
+struct Views {
+  std::shared_ptr<const data::Dataset> train, eval;
+};
+
+Views make_views(const MakeView& make_train, const MakeView& make_eval,
+                 const DataSourceOptions& options, DataInfo& info) {
+  info.augment = resolve_augment(options.augment, options.image_size);
+  Normalization n;
+  if (!options.normalize.empty()) {
+    n = parse_normalize(options.normalize, info.channels);
+  } else {
+    const auto plain = make_train(to_model(eval_steps(options.image_size), {}));
+    n = measure(*plain, options.skip_bad, 500);
   }
-  kind = "imagefolder";
-  return std::make_shared<data::ImageFolder>(
-      dir.string(),
-      data::ImageFolderOptions{.channels = 1, .transform = normalise(), .skip_bad = skip_bad});
+  const data::Compose train_t = to_model(train_steps(options.image_size, info.augment), n);
+  const data::Compose eval_t = to_model(eval_steps(options.image_size), n);
+  Views v{make_train(train_t), make_eval(eval_t)};
+  info.train_transform = train_t.str();
+  info.eval_transform = eval_t.str();
+  info.mean = n.mean;
+  info.std = n.std;
+  info.normalize_from = n.from;
+  const data::SampleSpec spec = v.train->spec();
+  info.channels = spec.data_sizes[0];
+  info.height = spec.data_sizes[1];
+  info.width = spec.data_sizes[2];
+  return v;
+}
+
+std::unique_ptr<DataSource> open_idx(const DataSourceOptions& options, DataInfo& info) {
+  if (options.channels == 3)
+    throw ConfigError("--channels 3: the idx files at " + options.path +
+                      " hold gray images; write them as an image folder to train on 3 channels");
+  data::MnistDataset train = data::load_mnist(options.path, data::Split::Train);
+  data::MnistDataset test = data::load_mnist(options.path, data::Split::Test);
+  info.kind = "idx";
+  info.split = "idx";
+  for (const char* c : data::kFashionMnistClasses) info.classes.push_back(c);
+  info.augment = resolve_augment(options.augment, options.image_size);
+  const Normalization n =
+      options.normalize.empty() ? measure_idx(train) : parse_normalize(options.normalize, 1);
+  info.mean = n.mean;
+  info.std = n.std;
+  info.normalize_from = n.from;
+  if (options.image_size) info.height = info.width = options.image_size;
+  if (options.workers == 0 && !options.pin_memory && options.image_size == 0 &&
+      info.augment == "none" && !n.mean.empty()) {
+    train.mean = test.mean = n.mean[0];
+    train.std = test.std = n.std[0];
+    info.train_transform = info.eval_transform =
+        "ToTensor() + " + data::Normalize(n.mean, n.std).name() + " per batch, in memory";
+    return std::make_unique<InMemorySource>(std::move(train), std::move(test), options);
+  }
+  const data::Compose train_t = to_model(train_steps(options.image_size, info.augment), n);
+  const data::Compose eval_t = to_model(eval_steps(options.image_size), n);
+  info.train_transform = train_t.str();
+  info.eval_transform = eval_t.str();
+  return std::make_unique<LoaderSource>(
+      std::make_shared<data::TensorImageDataset>(train.pixels, train.labels, train_t),
+      std::make_shared<data::TensorImageDataset>(test.pixels, test.labels, eval_t), options,
+      std::vector<std::string>{});
 }
 
 }  // namespace
 
 std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
+  check_options(options);
   const fs::path dir = options.path;
   std::error_code ec;
   FRUGAL_CHECK(fs::is_directory(dir, ec), "--data " + options.path + " is not a directory");
+  DataInfo info;
   if (is_idx_dir(dir)) {
-    if (options.workers == 0 && !options.pin_memory)
-      return std::make_unique<InMemorySource>(options);
-    const data::MnistDataset train = data::load_mnist(options.path, data::Split::Train);
-    const data::MnistDataset test = data::load_mnist(options.path, data::Split::Test);
-    return std::make_unique<LoaderSource>(
-        "idx", std::make_shared<data::TensorImageDataset>(train.pixels, train.labels, normalise()),
-        std::make_shared<data::TensorImageDataset>(test.pixels, test.labels, normalise()), options);
+    auto source = open_idx(options, info);
+    source->info_ = info;
+    return source;
   }
-  std::string kind, test_kind;
-  if (fs::is_directory(dir / "train", ec)) {
+
+  std::vector<std::string> scan_skipped;
+  Views views;
+  const auto record_scan = [&](const data::ImageFolder& folder) {
+    for (const auto& s : folder.scan_skipped()) scan_skipped.push_back(s.path);
+  };
+  // An ImageFolder tree listed once, its channels probed unless given.
+  const auto list_tree = [&](const fs::path& root, int channels) {
+    auto folder = std::make_shared<data::ImageFolder>(
+        root.string(),
+        data::ImageFolderOptions{.channels = channels ? channels : 3, .skip_bad = options.skip_bad});
+    record_scan(*folder);
+    return folder;
+  };
+  const auto folder_views = [&](std::shared_ptr<data::ImageFolder> train_tree,
+                                std::shared_ptr<data::ImageFolder> eval_tree,
+                                const std::vector<std::int64_t>* train_part,
+                                const std::vector<std::int64_t>* eval_part) {
+    const int channels = static_cast<int>(info.channels);
+    const MakeView train = [=](const data::Compose& t) -> std::shared_ptr<const data::Dataset> {
+      auto view = train_tree->with_transform(t, channels);
+      if (!train_part) return view;
+      return std::make_shared<data::Subset>(view, *train_part);
+    };
+    const MakeView eval = [=](const data::Compose& t) -> std::shared_ptr<const data::Dataset> {
+      auto view = eval_tree->with_transform(t, channels);
+      if (!eval_part) return view;
+      return std::make_shared<data::Subset>(view, *eval_part);
+    };
+    return make_views(train, eval, options, info);
+  };
+  const auto shard_views = [&](const std::vector<std::string>& train_files,
+                               const std::vector<std::string>& test_files) {
+    info.kind = "shards";
+    // Raw shards keep their channels; encoded ones decode to those asked for.
+    const int decode = options.channels ? options.channels : 0;
+    const MakeView train = [=](const data::Compose& t) -> std::shared_ptr<const data::Dataset> {
+      return std::make_shared<data::ShardDataset>(
+          train_files, data::ShardDatasetOptions{.channels = decode, .transform = t});
+    };
+    const MakeView test = [=](const data::Compose& t) -> std::shared_ptr<const data::Dataset> {
+      return std::make_shared<data::ShardDataset>(
+          test_files, data::ShardDatasetOptions{.channels = decode, .transform = t});
+    };
+    const data::ShardDataset probe(train_files, data::ShardDatasetOptions{.channels = decode});
+    info.classes = probe.classes();
+    info.channels = probe.spec().data_sizes[0];
+    return make_views(train, test, options, info);
+  };
+
+  const bool has_train = fs::is_directory(dir / "train", ec);
+  const auto train_shards = shards_with_prefix(dir, "train"),
+             test_shards = shards_with_prefix(dir, "test");
+  if (has_train) {
     const fs::path test_dir = fs::is_directory(dir / "test", ec) ? dir / "test" : dir / "val";
     FRUGAL_CHECK(fs::is_directory(test_dir, ec),
                  "--data " + options.path + " has train/ but no test/ (or val/) beside it");
-    auto train = open_split(dir / "train", {}, options.skip_bad, kind);
-    auto test = open_split(test_dir, {}, options.skip_bad, test_kind);
-    return std::make_unique<LoaderSource>(kind, train, test, options);
-  }
-  const auto train_shards = shards_with_prefix(dir, "train"),
-             test_shards = shards_with_prefix(dir, "test");
-  if (!train_shards.empty()) {
+    info.split = "folders";
+    if (holds_shards(dir / "train")) {
+      views = shard_views({(dir / "train").string()}, {test_dir.string()});
+    } else {
+      info.kind = "imagefolder";
+      auto train_tree = list_tree(dir / "train", options.channels);
+      info.channels = options.channels ? options.channels : train_tree->probe_channels();
+      auto test_tree = list_tree(test_dir, static_cast<int>(info.channels));
+      info.classes = train_tree->classes();
+      FRUGAL_CHECK(test_tree->classes() == train_tree->classes(),
+                   "--data " + options.path + ": " + test_dir.filename().string() +
+                       "/ holds other class folders than train/ (" +
+                       std::to_string(test_tree->classes().size()) + " and " +
+                       std::to_string(train_tree->classes().size()) +
+                       "); the labels would not agree");
+      views = folder_views(train_tree, test_tree, nullptr, nullptr);
+    }
+  } else if (!train_shards.empty()) {
     FRUGAL_CHECK(!test_shards.empty(),
                  "--data " + options.path + " has train-*.frs shards but no test-*.frs");
-    auto train = open_split(dir, train_shards, options.skip_bad, kind);
-    auto test = open_split(dir, test_shards, options.skip_bad, test_kind);
-    return std::make_unique<LoaderSource>(kind, train, test, options);
+    info.split = "shards";
+    views = shard_views(train_shards, test_shards);
+  } else {
+    // A root of class folders, as torchvision's ImageFolder takes it: hold out a part.
+    if (!has_subdirectory(dir))
+      throw Error("--data " + options.path +
+                  " holds neither idx files (train-images-idx3-ubyte[.gz]), nor train/ and "
+                  "test/ directories (ImageFolder trees or shards), nor train-*.frs and "
+                  "test-*.frs shards, nor class folders of images (DIR/<class>/<image>)");
+    const std::shared_ptr<data::ImageFolder> tree = list_tree(dir, options.channels);
+    info.kind = "imagefolder";
+    info.split = "held_out";
+    info.val_fraction = options.val_fraction;
+    info.classes = tree->classes();
+    info.channels = options.channels ? options.channels : tree->probe_channels();
+    const data::StratifiedSplit split =
+        data::stratified_split(tree->labels(), options.val_fraction, options.seed);
+    FRUGAL_CHECK(!split.held_out.empty(),
+                 "--data " + options.path + ": no class has two images, so none can be held "
+                 "out for evaluation (" + std::to_string(tree->size()) + " images)");
+    views = folder_views(tree, tree, &split.train, &split.held_out);
   }
-  throw Error("--data " + options.path +
-              " holds neither idx files (train-images-idx3-ubyte[.gz]), nor train/ and test/ "
-              "directories (ImageFolder "
-              "trees or shards), nor train-*.frs and test-*.frs shards");
+  auto source = std::make_unique<LoaderSource>(views.train, views.eval, options, scan_skipped);
+  source->info_ = info;
+  return source;
 }
 
 }  // namespace frugal::train

@@ -1,6 +1,6 @@
-// frugal-train: trains cnn, mobilenet or mlp on Fashion-MNIST with SGD or AdamW, showing a
-// progress bar with loss, accuracy, images/s and the allocator's memory; evaluates on the
-// test set after every epoch; saves and resumes safetensors checkpoints; --metrics-json.
+// frugal-train: trains cnn, mobilenet or mlp on Fashion-MNIST or on the user's image folders
+// (examples/train/data_source.h) with SGD or AdamW, showing a progress bar with loss,
+// accuracy, images/s and the allocator's memory; evaluates on the test set after every epoch; saves and resumes safetensors checkpoints; --metrics-json.
 // --device cuda trains on a GPU: each batch is staged in pinned memory and copied with
 // non_blocking on the device's copy stream. --amp bf16|fp16 trains in mixed precision, --accum K
 // in K micro-batches per step (examples/train/step.h). --tensorboard DIR writes each step's
@@ -25,6 +25,7 @@
 #include "examples/train/checkpoint.h"
 #include "examples/train/data_source.h"
 #include "examples/train/monitoring.h"
+#include "examples/train/preview.h"
 #include "examples/train/step.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
@@ -89,6 +90,60 @@ std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
   throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
 }
 
+std::string float_list(const std::vector<float>& values) {
+  std::string s;
+  for (float v : values) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
+    if (!s.empty()) s += ',';
+    s += buf;
+  }
+  return "[" + s + "]";
+}
+
+std::string split_json(const train::DataInfo& info, const train::DataSource& source) {
+  JsonWriter j;
+  j.field("kind", info.split);
+  if (info.split == "held_out") j.field("val_fraction", info.val_fraction);
+  j.field("train", source.train_size());
+  j.field("eval", source.test_size());
+  return j.str();
+}
+
+// What the data became: the split, the image geometry, the transforms and normalisation.
+void print_data_info(const train::DataInfo& info, const train::DataSource& source,
+                     std::uint64_t seed) {
+  const auto train = static_cast<long long>(source.train_size()),
+             eval = static_cast<long long>(source.test_size());
+  if (info.split == "held_out")
+    std::printf("split: %lld train / %lld held out for evaluation (%.3g of every class, stratified, "
+                "seed %llu)\n",
+                train, eval, info.val_fraction, static_cast<unsigned long long>(seed));
+  else
+    std::printf("split: %lld train / %lld test (%s)\n", train, eval,
+                info.split == "folders" ? "train/ and test/ folders" : info.split.c_str());
+  std::printf("images: %lld channel%s, %lldx%lld, %zu classes\n",
+              static_cast<long long>(info.channels), info.channels == 1 ? "" : "s",
+              static_cast<long long>(info.height), static_cast<long long>(info.width),
+              info.classes.size());
+  std::printf("transforms: train %s\n            eval  %s\n", info.train_transform.c_str(),
+              info.eval_transform.c_str());
+  if (info.mean.empty()) {
+    std::printf("normalize: none (%s)\n", info.normalize_from.c_str());
+  } else {
+    std::string mean, std;
+    for (std::size_t i = 0; i < info.mean.size(); ++i) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", static_cast<double>(info.mean[i]));
+      mean += buf;
+      std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", static_cast<double>(info.std[i]));
+      std += buf;
+    }
+    std::printf("normalize: mean [%s] std [%s] (%s)\n", mean.c_str(), std.c_str(),
+                info.normalize_from.c_str());
+  }
+}
+
 struct EpochResult {
   std::int64_t epoch;
   double train_loss, train_accuracy, test_accuracy, images_per_sec;
@@ -96,8 +151,9 @@ struct EpochResult {
 
 int run(int argc, char** argv) {
   CommandLine cli("frugal-train",
-                  "Trains a CNN on Fashion-MNIST with frugal, showing loss, accuracy, speed and\n"
-                  "memory as it goes, and the test accuracy after every epoch.");
+                  "Trains a CNN on Fashion-MNIST, or on a folder of images, with frugal, showing\n"
+                  "loss, accuracy, speed and memory as it goes, and the test accuracy after every\n"
+                  "epoch.");
   cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
   cli.option("epochs", "N", "training epochs", "3");
   cli.option("batch-size", "N", "images per step", "128");
@@ -123,15 +179,33 @@ int run(int argc, char** argv) {
   cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
   cli.option("seed", "N", "seed of initialisation and shuffling", "0");
   cli.option("data", "DIR",
-             "Fashion-MNIST idx files, or train/ and test/ ImageFolder trees or .frs shards, or "
-             "train-*.frs and\n"
-             "test-*.frs shards (docs/data.md)",
+             "Fashion-MNIST idx files; a root of class folders (DIR/<class>/<image>, part held\n"
+             "out for evaluation); train/ and test/ class-folder trees or .frs shards; or\n"
+             "train-*.frs and test-*.frs shards (docs/data.md)",
              data::kDefaultFashionMnistDir);
+  cli.option("val-fraction", "F",
+             "part of every class held out for evaluation when DIR has no train/ and test/",
+             "0.1");
+  cli.option("image-size", "N",
+             "resize the short side to N and crop N x N (centre for evaluation, --augment for\n"
+             "training); without it every image must have the same size");
+  cli.option("channels", "1|3",
+             "convert every image to gray or RGB (default: 3 if any image holds colour)");
+  cli.option("augment", "NAME",
+             "training augmentation: none, flip, pad-crop or resized-crop (default: none, or\n"
+             "with --image-size resized-crop from 64 pixels up and pad-crop below)",
+             "auto");
+  cli.option("normalize", "MEAN,STD",
+             "per-channel normalisation: MEAN,STD, or C means then C stds, or none (default:\n"
+             "computed from the training images)");
+  cli.option("preview", "PATH.png",
+             "write the first training batch, as the model gets it, as a labelled PNG grid");
   cli.option("workers", "N",
              "data loader threads decoding and augmenting (0: on the training thread)", "0");
   cli.option("prefetch", "N", "batches the data loader makes ahead, at most", "2");
   cli.flag("pin-memory", "make batches in pinned memory (for non_blocking copies to a GPU)");
-  cli.flag("skip-bad", "leave out damaged images (logged and counted) instead of stopping");
+  cli.flag("skip-bad",
+           "leave out damaged images (named, counted) instead of stopping at the first");
   cli.option("max-steps", "N", "stop after N training steps in all (quick runs)");
   cli.option("save", "PATH", "write a checkpoint after every epoch and at the end");
   cli.option("resume", "PATH", "continue from a checkpoint written by --save");
@@ -174,10 +248,23 @@ int run(int argc, char** argv) {
                                .workers = static_cast<int>(cli.get_int("workers")),
                                .prefetch = static_cast<int>(cli.get_int("prefetch")),
                                .pin_memory = cli.has("pin-memory"),
-                               .skip_bad = cli.has("skip-bad")});
+                               .skip_bad = cli.has("skip-bad"),
+                               .image_size = cli.has("image-size")
+                                                 ? static_cast<int>(cli.get_int("image-size"))
+                                                 : 0,
+                               .channels = cli.has("channels")
+                                               ? static_cast<int>(cli.get_int("channels"))
+                                               : 0,
+                               .normalize = cli.has("normalize") ? cli.get("normalize") : "",
+                               .augment = cli.get("augment"),
+                               .val_fraction = cli.get_double("val-fraction")});
+  const train::DataInfo& data_info = source->info();
+  // The model takes the data's channels and size and predicts its classes.
+  const nn::ModelInput model_input{data_info.channels, data_info.height, data_info.width,
+                                   static_cast<std::int64_t>(data_info.classes.size())};
 
   manual_seed(seed);
-  std::shared_ptr<nn::Sequential> model = nn::make_model(model_name);
+  std::shared_ptr<nn::Sequential> model = nn::make_model(model_name, model_input);
   if (cli.has("checkpoint-activations"))  // same modules and parameters, recomputed in backward
     model = nn::checkpoint_segments(model, static_cast<int>(cli.get_int("checkpoint-segments")));
   model->to(device);  // before the optimizer takes the parameters
@@ -204,8 +291,11 @@ int run(int argc, char** argv) {
         },
         [&](std::int64_t batch, optim::Optimizer& probe) {
           amp::GradScaler probe_scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
-          const Tensor images = randn({batch, 1, 28, 28}, TensorOptions().device(device));
-          const Tensor labels = randint(0, 10, {batch}, TensorOptions(kInt64).device(device));
+          const Tensor images =
+              randn({batch, model_input.channels, model_input.height, model_input.width},
+                    TensorOptions().device(device));
+          const Tensor labels =
+              randint(0, model_input.classes, {batch}, TensorOptions(kInt64).device(device));
           train::train_step(*model, probe, probe_scaler, amp, images, labels,
                             std::min(accum, batch));
         },
@@ -258,8 +348,9 @@ int run(int argc, char** argv) {
       static_cast<long long>(source->train_size()), static_cast<long long>(source->test_size()));
   std::printf("kernels: %s\n", kernels::cpu::describe_cpu_isa().c_str());
   std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(),
-              source->kind().c_str(), cli.get_int("workers"),
+              data_info.kind.c_str(), cli.get_int("workers"),
               cli.has("pin-memory") ? ", pinned batches" : "");
+  print_data_info(data_info, *source, seed);
   // TensorBoard scalars per step (--tensorboard), host memory and the leak watch per epoch.
   const auto training_monitor = train::make_training_monitor(cli, device, allocator, state.epoch);
   std::vector<EpochResult> results;
@@ -268,6 +359,7 @@ int run(int argc, char** argv) {
   std::int64_t skipped_steps = 0;  // fp16 steps the scaler skipped for inf/NaN gradients
   double test_accuracy = 0;
   bool stopped_early = false;
+  bool preview_pending = cli.has("preview");
 
   auto save = [&] {
     if (!cli.has("save")) return;
@@ -290,6 +382,12 @@ int run(int argc, char** argv) {
         break;
       }
       const data::Batch batch = source->batch(b);
+      if (preview_pending) {
+        const train::PreviewResult p = train::write_preview(cli.get("preview"), batch, data_info);
+        std::printf("preview: %s, %d images of the first batch in %d columns (%dx%d)\n",
+                    cli.get("preview").c_str(), p.images, p.columns, p.width, p.height);
+        preview_pending = false;
+      }
       const train::StepResult r =
           train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
                             to_device(batch.target, device), accum);
@@ -346,6 +444,12 @@ int run(int argc, char** argv) {
     alloc::write_memory_report(allocator, cli.get("memory-report"));
     std::printf("memory report: %s\n", cli.get("memory-report").c_str());
   }
+  const std::vector<std::string> skipped_files = source->skipped_files();
+  if (cli.has("skip-bad")) {
+    std::printf("skipped %zu damaged file%s (--skip-bad)%s\n", skipped_files.size(),
+                skipped_files.size() == 1 ? "" : "s", skipped_files.empty() ? "" : ":");
+    for (const auto& f : skipped_files) std::printf("  %s\n", f.c_str());
+  }
   const auto stats = allocator.stats();
   const double images_per_sec =
       train_seconds > 0 ? static_cast<double>(train_images) / train_seconds : 0;
@@ -372,9 +476,23 @@ int run(int argc, char** argv) {
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
     j.field("cpu_isa", cpu_isa);
-    j.field("data", source->kind());
+    j.field("data", data_info.kind);
+    j.raw("data_split", split_json(data_info, *source));
+    j.field("channels", data_info.channels);
+    j.field("image_height", data_info.height);
+    j.field("image_width", data_info.width);
+    j.field("classes", static_cast<std::int64_t>(data_info.classes.size()));
+    j.field("augment", data_info.augment);
+    j.raw("normalize_mean", float_list(data_info.mean));
+    j.raw("normalize_std", float_list(data_info.std));
     j.field("workers", static_cast<std::int64_t>(cli.get_int("workers")));
-    j.field("skipped_samples", source->skipped());
+    j.field("skipped_files", static_cast<std::int64_t>(skipped_files.size()));
+    std::string names;
+    for (const auto& f : skipped_files) {
+      if (!names.empty()) names += ',';
+      names += JsonWriter::quote(f);
+    }
+    j.raw("skipped", "[" + names + "]");
     j.field("test_accuracy", test_accuracy);
     j.field("train_images_per_sec", images_per_sec);
     j.field("peak_allocated_bytes", stats.allocated_bytes.all().peak);

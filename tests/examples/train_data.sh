@@ -59,8 +59,8 @@ fi
 echo "refused as expected: $(grep -m1 "coat/$bad" "$tmp/bad.log")"
 "$train" --model mlp --threads 1 --data "$tmp/folder" --workers 2 --epochs 1 --skip-bad \
   --metrics-json "$tmp/skip.json" > "$tmp/skip.log" 2>&1
-grep -q '"skipped_samples": 1' "$tmp/skip.json" || {
-  echo "FAIL: --skip-bad should count 1 skipped sample" >&2
+grep -q '"skipped_files": 1' "$tmp/skip.json" || {
+  echo "FAIL: --skip-bad should count 1 skipped file" >&2
   cat "$tmp/skip.json" >&2
   exit 1
 }
