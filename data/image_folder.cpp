@@ -190,19 +190,33 @@ std::shared_ptr<ImageFolder> ImageFolder::with_transform(Compose transform,
   return view;
 }
 
-int ImageFolder::probe_channels(std::int64_t max_files) const {
+ImageFolder::Probe ImageFolder::probe(std::int64_t max_files) const {
+  Probe result;
   const std::int64_t n = size(), step = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, max_files));
   std::vector<unsigned char> bytes;
+  std::optional<ImageHeader> first;
+  std::size_t first_index = 0;
   for (std::int64_t i = 0; i < n; i += step) {
+    const std::string& file = files_[static_cast<std::size_t>(i)];
     try {
-      read_file_into(files_[static_cast<std::size_t>(i)], bytes);
+      read_file_into(file, bytes);
     } catch (const Error&) {
       continue;
     }
     const std::optional<ImageHeader> header = peek_image_header(bytes.data(), bytes.size());
-    if (header && header->channels >= 3) return 3;
+    if (!header) continue;
+    if (header->channels >= 3) result.channels = 3;
+    if (!first) {
+      first = header;
+      first_index = static_cast<std::size_t>(i);
+    } else if (result.size_mismatch.empty() &&
+               (header->height != first->height || header->width != first->width)) {
+      result.size_mismatch = files_[first_index] + " is " + std::to_string(first->height) + "x" +
+                             std::to_string(first->width) + " but " + file + " is " +
+                             std::to_string(header->height) + "x" + std::to_string(header->width);
+    }
   }
-  return 1;
+  return result;
 }
 
 void ImageFolder::decode(std::int64_t index, Image& out) const {

@@ -61,10 +61,15 @@ class ImageFolder : public Dataset {
   // What the scan left out under skip_bad: class directories and images.
   const std::vector<SkippedFile>& scan_skipped() const { return scan_skipped_; }
   std::int64_t skipped_directories() const { return skipped_directories_; }
-  // 1 when every one of (at most) `max_files` images spread over the tree stores gray (or
-  // gray + alpha), 3 when any stores colour: the channels a model of this tree should take.
-  // Reads headers only; a file whose header cannot be read is passed over.
-  int probe_channels(std::int64_t max_files = 64) const;
+  // What the headers of (at most) `max_files` images spread over the tree say: `channels`
+  // is 1 when every one stores gray (or gray + alpha), 3 when any stores colour (the channels
+  // a model of this tree should take); `size_mismatch` names two of different sizes, if any.
+  // A file whose header cannot be read is passed over (reading it will say why).
+  struct Probe {
+    int channels = 1;
+    std::string size_mismatch;  // "a.png is 23x31 but b.png is 40x24", or empty
+  };
+  Probe probe(std::int64_t max_files = 64) const;
   // The decoded image before the transforms (what frugal-pack stores), checked against its
   // file name's extension.
   void decode(std::int64_t index, Image& out) const;

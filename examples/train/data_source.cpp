@@ -317,6 +317,16 @@ void check_options(const DataSourceOptions& o) {
                       std::to_string(o.val_fraction));
 }
 
+// The channels of a tree's samples (as given, or 3 when any image holds colour); a tree of
+// images of different sizes needs --image-size, said before anything is trained.
+int probe_tree(const data::ImageFolder& tree, const DataSourceOptions& options) {
+  const data::ImageFolder::Probe p = tree.probe();
+  if (options.image_size == 0 && !p.size_mismatch.empty())
+    throw ConfigError("--data " + options.path + ": the images differ in size (" +
+                      p.size_mismatch + "); give --image-size N to resize and crop them to N x N");
+  return options.channels ? options.channels : p.channels;
+}
+
 // The training and evaluation views of image data once its channels are known: `make` opens
 // a view with a transform (an ImageFolder view, a ShardDataset, a tensor data set).
 using MakeView = std::function<std::shared_ptr<const data::Dataset>(const data::Compose&)>;
@@ -460,7 +470,7 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
     } else {
       info.kind = "imagefolder";
       auto train_tree = list_tree(dir / "train", options.channels);
-      info.channels = options.channels ? options.channels : train_tree->probe_channels();
+      info.channels = probe_tree(*train_tree, options);
       auto test_tree = list_tree(test_dir, static_cast<int>(info.channels));
       info.classes = train_tree->classes();
       FRUGAL_CHECK(test_tree->classes() == train_tree->classes(),
@@ -488,7 +498,7 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
     info.split = "held_out";
     info.val_fraction = options.val_fraction;
     info.classes = tree->classes();
-    info.channels = options.channels ? options.channels : tree->probe_channels();
+    info.channels = probe_tree(*tree, options);
     const data::StratifiedSplit split =
         data::stratified_split(tree->labels(), options.val_fraction, options.seed);
     FRUGAL_CHECK(!split.held_out.empty(),

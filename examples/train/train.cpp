@@ -225,6 +225,8 @@ int run(int argc, char** argv) {
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
   FRUGAL_CHECK(epochs >= 1 && batch_size >= 1, "--epochs and --batch-size must be at least 1");
   FRUGAL_CHECK(!cli.has("max-steps") || max_steps >= 1, "--max-steps must be at least 1");
+  FRUGAL_CHECK(!cli.has("image-size") || cli.get_int("image-size") >= 1,
+               "--image-size must be at least 1, got " + cli.get("image-size"));
   const train::AmpMode amp = train::parse_amp(cli.get("amp"));
   const std::int64_t accum = cli.get_int("accum");
   FRUGAL_CHECK(accum >= 1 && accum <= batch_size, "--accum must be between 1 and --batch-size (" +

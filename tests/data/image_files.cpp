@@ -94,6 +94,64 @@ void write_png16(const std::string& path, int height, int width, int channels,
   write_bytes(path, out);
 }
 
+namespace {
+
+std::vector<std::uint8_t> png_header(int height, int width, std::uint8_t bit_depth,
+                                     std::uint8_t color_type) {
+  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::uint8_t> ihdr;
+  put_be32(ihdr, static_cast<std::uint32_t>(width));
+  put_be32(ihdr, static_cast<std::uint32_t>(height));
+  ihdr.insert(ihdr.end(), {bit_depth, color_type, 0, 0, 0});
+  chunk(out, "IHDR", ihdr);
+  return out;
+}
+
+}  // namespace
+
+void write_png_palette(const std::string& path, int height, int width,
+                       const std::vector<std::uint8_t>& palette,
+                       const std::vector<std::uint8_t>& indices) {
+  std::vector<std::uint8_t> out = png_header(height, width, 8, 3);
+  chunk(out, "PLTE", palette);
+  std::vector<std::uint8_t> raw;
+  for (int y = 0; y < height; ++y) {
+    raw.push_back(0);
+    raw.insert(raw.end(), indices.begin() + y * width, indices.begin() + (y + 1) * width);
+  }
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::vector<std::uint8_t> z(size);
+  if (compress(z.data(), &size, raw.data(), static_cast<uLong>(raw.size())) != Z_OK)
+    throw std::runtime_error("zlib compress failed");
+  z.resize(size);
+  chunk(out, "IDAT", z);
+  chunk(out, "IEND", {});
+  write_bytes(path, out);
+}
+
+void write_png_bomb(const std::string& path, int height, int width) {
+  std::vector<std::uint8_t> out = png_header(height, width, 8, 0);
+  z_stream zs{};
+  if (deflateInit(&zs, 9) != Z_OK) throw std::runtime_error("deflateInit failed");
+  const std::vector<std::uint8_t> row(static_cast<std::size_t>(width) + 1, 0);  // filter 0, zeros
+  std::vector<std::uint8_t> z, buffer(1 << 16);
+  for (int y = 0; y <= height; ++y) {
+    zs.next_in = const_cast<Bytef*>(row.data());
+    zs.avail_in = y < height ? static_cast<uInt>(row.size()) : 0;
+    const int flush = y < height ? Z_NO_FLUSH : Z_FINISH;
+    do {
+      zs.next_out = buffer.data();
+      zs.avail_out = static_cast<uInt>(buffer.size());
+      deflate(&zs, flush);
+      z.insert(z.end(), buffer.data(), buffer.data() + (buffer.size() - zs.avail_out));
+    } while (zs.avail_out == 0);
+  }
+  deflateEnd(&zs);
+  chunk(out, "IDAT", z);
+  chunk(out, "IEND", {});
+  write_bytes(path, out);
+}
+
 std::vector<std::uint8_t> png_bytes(int height, int width, int channels) {
   const auto pixels = pattern_image(height, width, channels);
   std::vector<std::uint8_t> out;

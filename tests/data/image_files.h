@@ -22,6 +22,14 @@ void write_jpeg(const std::string& path, int height, int width, int channels,
 // A 16-bit PNG (gray or RGB) of big-endian-free values: pixels[i] is the sample value.
 void write_png16(const std::string& path, int height, int width, int channels,
                  const std::uint16_t* pixels);
+// An 8-bit palette PNG (colour type 3): `indices` height x width into `palette` (RGB
+// triples, at most 256).
+void write_png_palette(const std::string& path, int height, int width,
+                       const std::vector<std::uint8_t>& palette,
+                       const std::vector<std::uint8_t>& indices);
+// A decompression bomb: a valid gray PNG of height x width zero pixels, a few hundred
+// kilobytes on disk that would decode to height x width bytes.
+void write_png_bomb(const std::string& path, int height, int width);
 // The bytes of a PNG/JPEG of the pattern.
 std::vector<std::uint8_t> png_bytes(int height, int width, int channels);
 std::vector<std::uint8_t> jpeg_bytes(int height, int width, int channels);

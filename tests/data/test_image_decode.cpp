@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "data/image.h"
+#include "data/image_write.h"
 #include "image_files.h"
 #include "progressive_jpeg.h"
 #include "temp_dir.h"
@@ -38,7 +39,7 @@ TEST_CASE("image: 8-bit PNG of 1 to 4 channels decodes exactly, as stored and co
     name += std::to_string(channels);
     const std::string path = dir.file(name + ".png");
     const auto pixels = pattern_image(5, 7, channels);
-    write_png(path, 5, 7, channels, pixels.data());
+    test::write_png(path, 5, 7, channels, pixels.data());
     const Image im = decode_file(path, 0);
     CHECK(im.shape == ImageShape{5, 7, channels, false, ImageLayout::HWC});
     CHECK(std::vector<unsigned char>(im.bytes(), im.bytes() + im.shape.nbytes()) == pixels);
@@ -206,4 +207,36 @@ TEST_CASE(
   // The progressive fixture, whole, passes the same checks.
   const Bytes prog(std::begin(kProgressiveJpeg), std::end(kProgressiveJpeg));
   CHECK_NOTHROW(decode_image(prog.data(), prog.size(), 0, "prog.jpg", out));
+}
+
+TEST_CASE("image header: size and stored channels without decoding; write_png round-trips") {
+  const Bytes png = png_bytes(7, 5, 3);
+  const auto h = peek_image_header(png.data(), png.size());
+  REQUIRE(h.has_value());
+  CHECK(h->format == ImageFormat::Png);
+  CHECK(h->height == 7);
+  CHECK(h->width == 5);
+  CHECK(h->channels == 3);
+  CHECK_FALSE(h->sixteen_bit);
+  const Bytes jpeg = jpeg_bytes(4, 9, 1);
+  const auto j = peek_image_header(jpeg.data(), jpeg.size());
+  REQUIRE(j.has_value());
+  CHECK(j->format == ImageFormat::Jpeg);
+  CHECK(j->channels == 3);  // stb_image_write stores even a gray JPEG as three components
+  const Bytes text{'h', 'i'};
+  CHECK_FALSE(peek_image_header(text.data(), text.size()).has_value());
+
+  TempDir dir;
+  const auto pixels = pattern_image(3, 4, 3);
+  const std::string ours = dir.file("ours.png");
+  data::write_png(ours, 3, 4, 3, pixels.data());
+  Bytes bytes;
+  read_file_into(ours, bytes);
+  Image decoded;
+  decode_image(bytes.data(), bytes.size(), 0, ours, decoded);
+  CHECK(decoded.shape == ImageShape{3, 4, 3, false, ImageLayout::HWC});
+  CHECK(std::equal(pixels.begin(), pixels.end(), decoded.bytes()));
+  CHECK_THROWS_WITH(data::write_png(dir.file("none/x.png"), 3, 4, 3, pixels.data()),
+                    Contains("none/x.png"));
+  CHECK_THROWS_WITH(data::write_png(ours, 0, 4, 3, pixels.data()), Contains("empty image"));
 }

@@ -172,3 +172,59 @@ TEST_CASE(
   CHECK(lenient.skipped() == 4);
   CHECK(samples == 12);
 }
+
+TEST_CASE("image folder: skip_bad leaves out damage the scan meets; a loader names each bad file once") {
+  TempDir dir;
+  make_tree(dir);
+  // "0-..." sorts first in ant/, the first class: the scan decodes it for the sample shape.
+  const std::string first = (dir.path() / "ant" / "0-cut.png").string();
+  const Bytes png = png_bytes(6, 6, 1);
+  write_bytes(first, Bytes(png.begin(), png.begin() + 30));
+  CHECK_THROWS_WITH(ImageFolder(dir.path().string()), Contains(first) && Contains("truncated"));
+  const auto set = std::make_shared<ImageFolder>(dir.path().string(),
+                                                 ImageFolderOptions{.channels = 1, .skip_bad = true});
+  REQUIRE(set->scan_skipped().size() == 1);
+  CHECK(set->scan_skipped()[0].path == first);
+  CHECK_THAT(set->scan_skipped()[0].reason, Contains("byte offset"));
+  CHECK(set->size() == 12);  // left out of the listing: not met, or counted, again
+  for (std::int64_t i = 0; i < set->size(); ++i) CHECK(set->path(i) != first);
+
+  // A bad file met in every epoch: counted each time, named once.
+  const std::string bad = (dir.path() / "moth" / "x.png").string();
+  write_bytes(bad, Bytes{'n', 'o'});
+  const auto with_bad = std::make_shared<ImageFolder>(dir.path().string(),
+                                                      ImageFolderOptions{.channels = 1, .skip_bad = true});
+  DataLoader loader(with_bad, {.batch_size = 5, .shuffle = true, .num_workers = 2, .skip_bad = true});
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    loader.set_epoch(epoch);
+    for (Batch& b : loader) (void)b;
+  }
+  CHECK(loader.skipped() == 3);
+  const auto indices = loader.skipped_indices();
+  REQUIRE(indices.size() == 1);
+  CHECK(with_bad->source(indices[0]) == bad);
+}
+
+TEST_CASE("image folder: views share one listing; probe says the channels and sizes to expect") {
+  TempDir dir;
+  make_tree(dir);
+  const ImageFolder gray(dir.path().string());
+  CHECK(gray.probe().channels == 1);
+  CHECK(gray.probe().size_mismatch.empty());
+  const auto rgb = gray.with_transform(Compose({std::make_shared<ToTensor>()}), 3);
+  CHECK(rgb->size() == gray.size());
+  CHECK(rgb->spec().data_sizes == DimVector{3, 6, 6});
+  std::vector<float> sample(3 * 36);
+  std::int64_t label = -1;
+  rgb->get(5, {sample.data(), &label, 0});
+  CHECK(label == gray.label(5));
+  CHECK(sample[0] == sample[36]);  // gray replicated to R, G and B
+  CHECK(sample[36] == sample[72]);
+  // One colour image of another size among the gray ones.
+  const auto colour = pattern_image(9, 5, 3);
+  write_png((dir.path() / "moth" / "c.png").string(), 9, 5, 3, colour.data());
+  const ImageFolder mixed(dir.path().string(), {.channels = 1});
+  const ImageFolder::Probe p = mixed.probe(100);
+  CHECK(p.channels == 3);
+  CHECK_THAT(p.size_mismatch, Contains("is 6x6 but") && Contains("c.png is 9x5"));
+}

@@ -221,3 +221,55 @@ TEST_CASE(
   write_chw(hwc, chw.data());
   CHECK(slot == chw);
 }
+
+TEST_CASE("transforms: RandomResizedCrop draws windows inside the image within its scale and ratio") {
+  const RandomResizedCrop crop(8, {0.25, 0.5}, {0.5, 2.0});
+  for (std::uint64_t seed = 0; seed < 500; ++seed) {
+    SampleRandom random(seed);
+    const auto w = crop.draw(40, 30, random);
+    INFO("seed " << seed << ": " << w.top << "," << w.left << " " << w.height << "x" << w.width);
+    REQUIRE(w.top >= 0);
+    REQUIRE(w.left >= 0);
+    REQUIRE(w.top + w.height <= 40);
+    REQUIRE(w.left + w.width <= 30);
+    const double area = static_cast<double>(w.height) * w.width / (40.0 * 30.0);
+    // Rounding each side to whole pixels moves the area by about a pixel's worth per side.
+    CHECK(area >= 0.25 - 0.05);
+    CHECK(area <= 0.5 + 0.05);
+    const double ratio = static_cast<double>(w.width) / w.height;
+    CHECK(ratio >= 0.5 * 0.85);
+    CHECK(ratio <= 2.0 * 1.15);
+  }
+  // No window of the ratio range fits a very long image: the centred fallback, clamped.
+  const RandomResizedCrop square(4, {0.99, 1.0}, {1.0, 1.0});
+  SampleRandom random(3);
+  const auto w = square.draw(10, 100, random);
+  CHECK(w.height == 10);
+  CHECK(w.width == 10);
+  CHECK(w.left == 45);
+}
+
+TEST_CASE("transforms: RandomResizedCrop resamples its window to size x size, seeded") {
+  const Image in = make(6, 6, 3);
+  // The whole square image as the window: the same as Resize(3, 3).
+  const RandomResizedCrop whole(3, {1.0, 1.0}, {1.0, 1.0});
+  const Image a = run(whole, in, 7), b = run(Resize(3, 3), in);
+  REQUIRE(a.shape == b.shape);
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 3; ++x)
+      for (int c = 0; c < 3; ++c) CHECK(px(a, y, x, c) == px(b, y, x, c));
+  // Any window: same seed, same result; CHW float images too.
+  const RandomResizedCrop crop(4);
+  const Image c1 = run(crop, in, 11), c2 = run(crop, in, 11);
+  CHECK(c1.shape == ImageShape{4, 4, 3, false, ImageLayout::HWC});
+  CHECK(c1.storage == c2.storage);
+  SampleRandom r(0);
+  Image chw, out;
+  ToTensor().apply(in, chw, r);
+  const Image f = run(crop, chw, 11);
+  CHECK(f.shape == ImageShape{4, 4, 3, true, ImageLayout::CHW});
+  CHECK(std::abs(fx(f, 1, 2, 1) * 255.0f - static_cast<float>(px(c1, 1, 2, 1))) <= 0.51f);
+  CHECK_THROWS_WITH(RandomResizedCrop(0), Contains("size must be positive"));
+  CHECK_THROWS_WITH(RandomResizedCrop(4, {0.5, 0.2}), Contains("scale"));
+  CHECK_THROWS_WITH(RandomResizedCrop(4, {0.1, 1.0}, {2.0, 1.0}), Contains("ratio"));
+}

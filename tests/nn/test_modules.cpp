@@ -68,6 +68,25 @@ TEST_CASE("the three models map a batch of images to 10 logits") {
   CHECK_THROWS_WITH(nn::make_model("resnet"), Contains("resnet") && Contains("cnn"));
 }
 
+TEST_CASE("the models take the channels, size and classes of the data they are given") {
+  const nn::ModelInput rgb{3, 64, 48, 5};
+  for (const std::string& name : nn::model_names()) {
+    INFO(name);
+    auto m = nn::make_model(name, rgb);
+    CHECK(m->forward(randn({2, 3, 64, 48})).sizes() == IntArrayRef{2, 5});
+  }
+  // cnn: the first conv takes 3 channels (2 x 9 x 32 more weights), the classifier keeps its
+  // 7x7 input (the map is averaged down from 16x12), the last layer gives 5 classes.
+  const std::int64_t gray = nn::cnn()->parameter_count();
+  CHECK(nn::cnn(rgb)->parameter_count() == gray + 2 * 9 * 32 - 5 * 129);
+  // Smaller than 28: the classifier takes the smaller map as it is.
+  CHECK(nn::cnn({1, 16, 16, 10})->forward(randn({1, 1, 16, 16})).sizes() == IntArrayRef{1, 10});
+  CHECK(nn::mlp({3, 8, 8, 10})->parameter_count() == 192 * 512 + 512 + 512 * 512 + 512 + 5120 + 10);
+  CHECK_THROWS_WITH(nn::cnn({1, 3, 3, 10}), Contains("3x3") && Contains("too small"));
+  CHECK_THROWS_WITH(nn::make_model("mlp", {0, 8, 8, 10}), Contains("channel"));
+  CHECK_THROWS_WITH(nn::make_model("mobilenet", {1, 8, 8, 1}), Contains("2 classes"));
+}
+
 TEST_CASE("default initialisation follows PyTorch's bounds") {
   manual_seed(0);
   nn::Linear fc(400, 50);
