@@ -133,7 +133,11 @@ std::string CommandLine::help() const {
   for (const std::string& name : order_) {
     const Spec& s = specs_.at(name);
     std::string left = "--" + name + (s.is_flag ? "" : " " + s.metavar);
-    out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << s.help;
+    // A help text's own line breaks continue under its first line.
+    std::string help = s.help;
+    for (std::size_t at = help.find('\n'); at != std::string::npos; at = help.find('\n', at + 1))
+      help.insert(at + 1, std::string(26, ' '));
+    out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << help;
     if (!s.default_value.empty()) out << " (default: " << s.default_value << ")";
     out << "\n";
   }
