@@ -39,6 +39,26 @@ void chunk(std::vector<std::uint8_t>& out, const char* type,
                     crc32(0, out.data() + start, static_cast<uInt>(out.size() - start))));
 }
 
+std::vector<std::uint8_t> png_header(int height, int width, std::uint8_t bit_depth,
+                                     std::uint8_t color_type) {
+  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::uint8_t> ihdr;
+  put_be32(ihdr, static_cast<std::uint32_t>(width));
+  put_be32(ihdr, static_cast<std::uint32_t>(height));
+  ihdr.insert(ihdr.end(), {bit_depth, color_type, 0, 0, 0});
+  chunk(out, "IHDR", ihdr);
+  return out;
+}
+
+std::vector<std::uint8_t> zlib_compress(const std::vector<std::uint8_t>& raw) {
+  uLongf size = compressBound(static_cast<uLong>(raw.size()));
+  std::vector<std::uint8_t> z(size);
+  if (compress(z.data(), &size, raw.data(), static_cast<uLong>(raw.size())) != Z_OK)
+    throw std::runtime_error("zlib compress failed");
+  z.resize(size);
+  return z;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> pattern_image(int height, int width, int channels) {
@@ -68,13 +88,8 @@ void write_jpeg(const std::string& path, int height, int width, int channels,
 
 void write_png16(const std::string& path, int height, int width, int channels,
                  const std::uint16_t* pixels) {
-  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  std::vector<std::uint8_t> ihdr;
-  put_be32(ihdr, static_cast<std::uint32_t>(width));
-  put_be32(ihdr, static_cast<std::uint32_t>(height));
   const std::uint8_t color_type = channels == 1 ? 0 : channels == 3 ? 2 : channels == 4 ? 6 : 4;
-  ihdr.insert(ihdr.end(), {16, color_type, 0, 0, 0});
-  chunk(out, "IHDR", ihdr);
+  std::vector<std::uint8_t> out = png_header(height, width, 16, color_type);
   std::vector<std::uint8_t> raw;  // filter byte 0 then big-endian samples, per row
   for (int y = 0; y < height; ++y) {
     raw.push_back(0);
@@ -84,30 +99,10 @@ void write_png16(const std::string& path, int height, int width, int channels,
       raw.push_back(static_cast<std::uint8_t>(v));
     }
   }
-  uLongf size = compressBound(static_cast<uLong>(raw.size()));
-  std::vector<std::uint8_t> z(size);
-  if (compress(z.data(), &size, raw.data(), static_cast<uLong>(raw.size())) != Z_OK)
-    throw std::runtime_error("zlib compress failed");
-  z.resize(size);
-  chunk(out, "IDAT", z);
+  chunk(out, "IDAT", zlib_compress(raw));
   chunk(out, "IEND", {});
   write_bytes(path, out);
 }
-
-namespace {
-
-std::vector<std::uint8_t> png_header(int height, int width, std::uint8_t bit_depth,
-                                     std::uint8_t color_type) {
-  std::vector<std::uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  std::vector<std::uint8_t> ihdr;
-  put_be32(ihdr, static_cast<std::uint32_t>(width));
-  put_be32(ihdr, static_cast<std::uint32_t>(height));
-  ihdr.insert(ihdr.end(), {bit_depth, color_type, 0, 0, 0});
-  chunk(out, "IHDR", ihdr);
-  return out;
-}
-
-}  // namespace
 
 void write_png_palette(const std::string& path, int height, int width,
                        const std::vector<std::uint8_t>& palette,
@@ -119,12 +114,7 @@ void write_png_palette(const std::string& path, int height, int width,
     raw.push_back(0);
     raw.insert(raw.end(), indices.begin() + y * width, indices.begin() + (y + 1) * width);
   }
-  uLongf size = compressBound(static_cast<uLong>(raw.size()));
-  std::vector<std::uint8_t> z(size);
-  if (compress(z.data(), &size, raw.data(), static_cast<uLong>(raw.size())) != Z_OK)
-    throw std::runtime_error("zlib compress failed");
-  z.resize(size);
-  chunk(out, "IDAT", z);
+  chunk(out, "IDAT", zlib_compress(raw));
   chunk(out, "IEND", {});
   write_bytes(path, out);
 }
