@@ -30,6 +30,9 @@ class Backend {
   // What the device itself says is free now, by all its users (cudaMemGetInfo), where it
   // can say; shown in memory_summary and out-of-memory messages.
   virtual std::optional<std::size_t> device_free_memory() const { return std::nullopt; }
+  // Whether the CPU can read and write the segments' bytes (host and pinned memory): the
+  // allocator then poisons their free bytes under AddressSanitizer (allocator/asan_poison.h).
+  virtual bool host_addressable() const { return false; }
 
   // --- Physical segments (cudaMalloc / cudaFree). ---
   // Returns nullptr when the device has no memory left; that is not an exception, the

@@ -7,6 +7,7 @@
 #include <bit>
 #include <mutex>
 
+#include "allocator/asan_poison.h"
 #include "allocator/block.h"
 #include "allocator/free_index.h"
 #include "allocator/live_stats.h"
@@ -28,6 +29,7 @@ CachingAllocator::CachingAllocator(std::shared_ptr<Backend> backend, AllocatorCo
   pools_[1] = std::make_unique<Pool>();
   if (!backend_->supports_virtual_memory()) config_.expandable_segments = false;
   granularity_ = backend_->mapping_granularity();
+  poison_ = kPoisonsCachedMemory && backend_->host_addressable();
   for (std::size_t d : config_.roundup_power2_divisions) roundup_enabled_ |= d > 1;
   FRUGAL_CHECK(std::has_single_bit(granularity_),
                "CachingAllocator: the backend's mapping granularity must be a power of two");
@@ -46,12 +48,14 @@ CachingAllocator::~CachingAllocator() {
         while (b != nullptr && b->mapped) b = b->next;
         const std::uintptr_t run_end = b == nullptr ? seg->base + seg->size : b->address;
         if (run_end > run_begin) {
+          if (poison_) unpoison_memory(run_begin, run_end - run_begin);
           backend_->unmap(reinterpret_cast<void*>(run_begin), run_end - run_begin);
         }
         while (b != nullptr && !b->mapped) b = b->next;
       }
       backend_->release_address_range(reinterpret_cast<void*>(seg->base), seg->size);
     } else {
+      if (poison_) unpoison_memory(seg->base, seg->size);
       backend_->deallocate(reinterpret_cast<void*>(seg->base), seg->size);
     }
     unlink_segment(seg);
@@ -181,6 +185,7 @@ Block* CachingAllocator::new_segment(StreamPool& sp, std::size_t size) {
   if (!within_limit(size)) return nullptr;
   void* ptr = backend_->allocate(size);
   if (ptr == nullptr) return nullptr;
+  if (poison_) poison_memory(reinterpret_cast<std::uintptr_t>(ptr), size);
   ++live_.num_device_alloc;
   auto* seg = new Segment;
   seg->base = reinterpret_cast<std::uintptr_t>(ptr);
@@ -230,6 +235,8 @@ FRUGAL_HOT void CachingAllocator::take_block(Block* block, std::size_t size,
   }
   block->allocated = true;
   block->requested = requested;
+  // Only the bytes asked for: the rounding beyond them stays poisoned.
+  if (poison_) unpoison_memory(block->address, requested);
   const PoolKind kind = seg->pool;
   // One update: the allocation, the block leaving the non-releasable stats, the remainder
   // entering them.
@@ -261,6 +268,7 @@ void CachingAllocator::free(const Allocation& allocation) {
   const PoolKind kind = block->segment->pool;
   const auto bytes = static_cast<std::int64_t>(block->size);
   block->allocated = false;
+  if (poison_) poison_memory(block->address, block->size);
   const auto requested = static_cast<std::int64_t>(block->requested);
   if (block->size >= config_.max_split_size) live_.oversize_allocations.decrease(1);
   block->requested = 0;
@@ -368,6 +376,7 @@ std::size_t CachingAllocator::release_segment_if_free(Segment* seg) {
   Block* block = seg->first;
   if (!block->is_cached() || block->next != nullptr) return 0;
   index_erase(block);
+  if (poison_) unpoison_memory(seg->base, seg->size);
   backend_->deallocate(reinterpret_cast<void*>(seg->base), seg->size);
   ++live_.num_device_free;
   live_.segment.decrease(seg->pool, 1);

@@ -211,6 +211,7 @@ class CachingAllocator {
   LiveStats live_;                // running counters, published by stats()
   std::size_t granularity_ = 0;   // the backend's mapping granularity
   bool roundup_enabled_ = false;  // any roundup_power2_divisions configured
+  bool poison_ = false;           // poison free host bytes (an AddressSanitizer build)
   std::size_t limit_ = 0;         // 0: the device's total memory
   std::uint64_t tick_ = 0;
   std::uint64_t next_trace_id_ = 0;

@@ -5,6 +5,7 @@
 // expandable_segments, which uses cuMemMap the same way).
 #include <algorithm>
 
+#include "allocator/asan_poison.h"
 #include "allocator/block.h"
 #include "allocator/caching_allocator.h"
 #include "allocator/free_index.h"
@@ -193,6 +194,7 @@ Block* CachingAllocator::grow_expandable(StreamPool& sp, std::size_t size) {
     piece->mapped = true;
     piece->free_tick = tick_;
     note_mapped(seg, m.begin, m.end - m.begin);
+    if (poison_) poison_memory(m.begin, m.end - m.begin);
     Unindexed removed{};
     merged = merge_free_neighbours(piece, removed);
     index_insert(merged, removed);
@@ -230,6 +232,7 @@ Block* CachingAllocator::unmap_block_pages(Block* block, std::size_t* released) 
     mid = split_off_after(block, g0);
   }
   if (g1 < mid->end()) tail = split_off_after(mid, g1);
+  if (poison_) unpoison_memory(g0, g1 - g0);
   backend_->unmap(reinterpret_cast<void*>(g0), g1 - g0);
   note_unmapped(seg, g0, g1 - g0);
   *released += g1 - g0;

@@ -22,6 +22,7 @@ class HostBackend : public Backend {
   void deallocate(void* ptr, std::size_t bytes) override;
 
   bool supports_virtual_memory() const override { return true; }
+  bool host_addressable() const override { return true; }
   void* reserve_address_range(std::size_t bytes) override;
   void release_address_range(void* base, std::size_t bytes) override;
   bool map(void* addr, std::size_t bytes) override;

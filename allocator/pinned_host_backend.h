@@ -29,6 +29,7 @@ class PinnedHostBackend : public Backend {
 
   Mode mode() const { return mode_; }
   std::string name() const override { return "pinned"; }
+  bool host_addressable() const override { return true; }
   std::size_t total_memory() const override { return total_memory_; }
 
   void* allocate(std::size_t bytes) override;

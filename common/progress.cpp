@@ -38,6 +38,15 @@ void ProgressBar::update(std::uint64_t done, const std::string& status) {
   std::fflush(stderr);
 }
 
+void ProgressBar::note(const std::string& line) {
+  // What the program printed before comes first, and the bar's line is cleared, so the note
+  // does not end in the bar's remains.
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s%s\n", enabled_ && !finished_ ? "\r\x1b[K" : "", line.c_str());
+  last_permille_ = -1;  // redraw at the next update
+  std::fflush(stderr);
+}
+
 void ProgressBar::finish() {
   if (!enabled_ || finished_) return;
   finished_ = true;

@@ -14,6 +14,9 @@ class ProgressBar {
   ~ProgressBar();
   // Redraws with `done` of the total and, after the bar, a status text ("loss 0.41 ...").
   void update(std::uint64_t done, const std::string& status = "");
+  // A line of its own on stderr (a warning, a retry), printed above the bar, which is drawn
+  // again below it on the next update.
+  void note(const std::string& line);
   void finish();
 
  private:

@@ -11,14 +11,17 @@
 
 namespace frugal::data::json {
 
+struct Member;
+
 struct Value {
   enum class Kind { Object, Array, String, Integer };
   Kind kind = Kind::Integer;
   std::int64_t integer = 0;
   std::string string;
   std::vector<Value> array;
-  // Members in the order written; duplicate keys are refused while parsing.
-  std::vector<std::pair<std::string, Value>> object;
+  // Members in the order written; duplicate keys are refused while parsing. (A struct of
+  // its own, not std::pair: a pair needs Value complete, and Value is not complete here.)
+  std::vector<Member> object;
 
   bool is_object() const { return kind == Kind::Object; }
   bool is_array() const { return kind == Kind::Array; }
@@ -26,6 +29,11 @@ struct Value {
   bool is_integer() const { return kind == Kind::Integer; }
   // The member named `key`, or nullptr.
   const Value* find(std::string_view key) const;
+};
+
+struct Member {
+  std::string key;
+  Value value;
 };
 
 const char* kind_name(Value::Kind kind);  // "object", "array", "string", "integer"

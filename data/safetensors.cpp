@@ -279,6 +279,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
                                     std::to_string(b[i]) + " (must be 0 or 1)");
     }
     result.tensors.emplace_back(e.name, std::move(t));
+    result.file_offsets.push_back(8 + n + e.begin);
   }
   return result;
 }

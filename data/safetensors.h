@@ -24,6 +24,7 @@ void save_safetensors(const std::string& path,
 
 struct SafetensorsFile {
   std::vector<std::pair<std::string, Tensor>> tensors;  // in offset order
+  std::vector<std::uint64_t> file_offsets;  // where each tensor's bytes begin in the file
   std::map<std::string, std::string> metadata;
   // The tensor named `name`; a frugal::Error listing none such otherwise.
   const Tensor& at(const std::string& name) const;

@@ -1,11 +1,13 @@
 // Checkpoint layout and its round trip through data/safetensors.
 #include "examples/train/checkpoint.h"
 
-#include <fstream>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "common/error.h"
 #include "common/json_writer.h"
+#include "data/file_io.h"
 #include "data/safetensors.h"
 
 namespace frugal::train {
@@ -20,6 +22,13 @@ const std::string& meta_value(const std::map<std::string, std::string>& meta,
   auto it = meta.find(key);
   FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
   return it->second;
+}
+
+// A double as text that reads back to the same bits.
+std::string exact_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
@@ -47,9 +56,10 @@ void write_digest(const std::string& path, const nn::NamedTensors& tensors) {
     if (!entries.empty()) entries += ",\n  ";
     entries += JsonWriter::quote(name) + ": " + e.str();
   }
-  std::ofstream out(path);
-  out << "{\n  " << entries << "\n}\n";
-  FRUGAL_CHECK(out.good(), "cannot write " + path);
+  const std::string text = "{\n  " + entries + "\n}\n";
+  data::AtomicFile out(path, "checkpoint digest");
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 }  // namespace
@@ -61,7 +71,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
   for (const auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
   for (const auto& [name, t] : optimizer.state_dict()) tensors.emplace_back("optimizer." + name, t);
   for (const auto& [name, t] : scaler.state_dict()) tensors.emplace_back("scaler." + name, t);
-  const std::map<std::string, std::string> meta = {
+  std::map<std::string, std::string> meta = {
       {"format", kFormat},
       {"model", s.model},
       {"optimizer", s.optimizer},
@@ -74,7 +84,14 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
       {"rng_seed", std::to_string(s.rng_seed)},
       {"rng_offset", std::to_string(s.rng_offset)},
       {"lr", std::to_string(optimizer.lr())},
+      {"epoch_loss_sum", exact_text(s.epoch_loss_sum)},
+      {"epoch_seen", std::to_string(s.epoch_seen)},
+      {"epoch_correct", std::to_string(s.epoch_correct)},
   };
+  // Every tensor's crc32, so that a file damaged after it was written (a bad disk, a copy
+  // cut short) is refused by name instead of resuming from wrong weights.
+  for (const auto& [name, t] : tensors)
+    meta["crc32." + name] = std::to_string(data::tensor_crc32(t));
   data::save_safetensors(path, tensors, meta);
   write_digest(path + ".digest.json", tensors);
 }
@@ -108,8 +125,27 @@ TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Op
   s.seed = static_cast<std::uint64_t>(parse_int(meta, "seed", path));
   s.rng_seed = static_cast<std::uint64_t>(parse_int(meta, "rng_seed", path));
   s.rng_offset = static_cast<std::uint64_t>(parse_int(meta, "rng_offset", path));
+  // Checkpoints from before --save-every have none of these: they were saved at epoch ends.
+  if (meta.count("epoch_seen")) {
+    s.epoch_seen = parse_int(meta, "epoch_seen", path);
+    s.epoch_correct = parse_int(meta, "epoch_correct", path);
+    const std::string& sum = get("epoch_loss_sum");
+    char* end = nullptr;
+    s.epoch_loss_sum = std::strtod(sum.c_str(), &end);
+    FRUGAL_CHECK(end != sum.c_str() && *end == '\0',
+                 path + ": checkpoint metadata 'epoch_loss_sum' is not a number: '" + sum + "'");
+  }
   nn::NamedTensors model_state, optimizer_state, scaler_state;
-  for (const auto& [name, t] : file.tensors) {
+  for (std::size_t i = 0; i < file.tensors.size(); ++i) {
+    const auto& [name, t] = file.tensors[i];
+    if (auto crc = meta.find("crc32." + name); crc != meta.end()) {
+      const std::string actual = std::to_string(data::tensor_crc32(t));
+      FRUGAL_CHECK(actual == crc->second, path + ": tensor '" + name + "' (bytes from offset " +
+                                              std::to_string(file.file_offsets[i]) +
+                                              ") has crc32 " + actual + " but was saved with " +
+                                              crc->second +
+                                              ": the file was damaged after it was written");
+    }
     if (name.rfind("model.", 0) == 0)
       model_state.emplace_back(name.substr(6), t);
     else if (name.rfind("optimizer.", 0) == 0)

@@ -21,17 +21,22 @@ struct TrainState {
   std::int64_t global_step = 0;
   std::uint64_t seed = 0;  // the run's --seed (the loader's order depends on it)
   std::uint64_t rng_seed = 0, rng_offset = 0;  // the default generator
+  // The epoch in progress so far, so that a run resumed mid-epoch reports the same epoch.
+  double epoch_loss_sum = 0;
+  std::int64_t epoch_seen = 0, epoch_correct = 0;
 };
 
-// Writes atomically (a run killed while saving leaves the previous file intact), and beside
-// it PATH.digest.json: dtype, shape and crc32 of every tensor as held in memory, for
+// Writes atomically (a run killed while saving leaves the previous file intact), with the
+// crc32 of every tensor in the metadata, checked by load_checkpoint; and beside it
+// PATH.digest.json: dtype, shape and crc32 of every tensor as held in memory, for
 // bench/check_checkpoint.py to compare with what it reads from the file.
 void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer& optimizer, const amp::GradScaler& scaler,
                      const TrainState& state);
 // Restores model, optimizer, scaler and the default generator; returns where training stood. A
 // file made for another model, optimizer, schedule or amp mode than `expect` names is a
-// frugal::Error saying so.
+// frugal::Error saying so, and so is a tensor whose bytes do not match the crc32 saved with
+// it (a file damaged after it was written).
 TrainState load_checkpoint(const std::string& path, nn::Module& model, optim::Optimizer& optimizer,
                            amp::GradScaler& scaler, const TrainState& expect);
 

@@ -25,12 +25,19 @@ AmpMode parse_amp(const std::string& text) {
   throw ConfigError("--amp must be off, bf16 or fp16, got '" + text + "'");
 }
 
-StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradScaler& scaler,
-                      const AmpMode& amp, const Tensor& images, const Tensor& targets,
-                      std::int64_t accum) {
+namespace {
+
+// The loss and correct count of a step's micro-batches, still on the device.
+struct Accumulated {
+  Tensor loss_sum, correct;
+};
+
+// zero_grad, then forward and backward of each micro-batch: everything before the optimizer.
+Accumulated accumulate_gradients(nn::Module& model, optim::Optimizer& optimizer,
+                                 amp::GradScaler& scaler, const AmpMode& amp, const Tensor& images,
+                                 const Tensor& targets, std::int64_t accum) {
   FRUGAL_CHECK(accum >= 1, "train_step: accum must be at least 1");
   const std::int64_t n = images.size(0);
-  StepResult r;
   // The loss and the correct count stay on the device, summed over the micro-batches, and are
   // read once after the optimizer step: an item() per micro-batch before its backward made the
   // host wait for each forward before queueing the backward, so a GPU idled twice per step.
@@ -57,13 +64,67 @@ StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradS
     const double share = static_cast<double>(end - begin) / static_cast<double>(n);
     scaler.scale(accum == 1 ? loss : mul(loss, share)).backward();
   }
+  return Accumulated{loss_sum, correct};
+}
+
+StepResult optimizer_step(optim::Optimizer& optimizer, amp::GradScaler& scaler,
+                          const Accumulated& a) {
+  StepResult r;
   r.stepped = scaler.step(optimizer);
   scaler.update();
-  if (correct.defined()) {  // an empty batch has neither
-    r.correct = correct.item<std::int64_t>();
-    r.loss_sum = loss_sum.item<double>();
+  if (a.correct.defined()) {  // an empty batch has neither
+    r.correct = a.correct.item<std::int64_t>();
+    r.loss_sum = a.loss_sum.item<double>();
   }
   return r;
+}
+
+std::string first_line(const char* text) {
+  const std::string s(text);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradScaler& scaler,
+                      const AmpMode& amp, const Tensor& images, const Tensor& targets,
+                      std::int64_t accum) {
+  const Accumulated a = accumulate_gradients(model, optimizer, scaler, amp, images, targets, accum);
+  return optimizer_step(optimizer, scaler, a);
+}
+
+StepResult train_step_recovering(nn::Module& model, optim::Optimizer& optimizer,
+                                 amp::GradScaler& scaler, const AmpMode& amp, const Tensor& images,
+                                 const Tensor& targets, alloc::CachingAllocator& allocator,
+                                 std::int64_t global_step, OomRecovery& recovery) {
+  const std::int64_t n = images.size(0);
+  recovery.accum = std::clamp<std::int64_t>(recovery.accum, 1, std::max<std::int64_t>(n, 1));
+  // What a failed attempt may have changed before it ran out: the buffers (batch norm's
+  // running statistics, updated by each micro-batch's forward) and the generator (dropout).
+  // Buffers are a few KiB; the copies are made once per step, before any attempt.
+  std::vector<std::pair<Tensor, Tensor>> buffers;  // (buffer, its value before the step)
+  for (const auto& [name, b] : model.named_buffers()) buffers.emplace_back(b, b.clone());
+  const std::uint64_t rng_seed = default_generator().seed();
+  const std::uint64_t rng_offset = default_generator().offset();
+  for (;;) {
+    Accumulated a;
+    try {
+      a = accumulate_gradients(model, optimizer, scaler, amp, images, targets, recovery.accum);
+    } catch (const OutOfMemoryError& e) {
+      // The attempt's graph and activations were released as the error unwound through it.
+      if (recovery.accum >= n) throw;
+      optimizer.zero_grad();  // the partial gradients (set to none: freed)
+      for (auto& [buffer, before] : buffers) buffer.copy_(before);
+      default_generator().set_state(rng_seed, rng_offset);
+      allocator.empty_cache();
+      const std::int64_t from = recovery.accum;
+      recovery.accum = std::min(n, 2 * recovery.accum);
+      ++recovery.retries;
+      recovery.history.push_back({global_step, from, recovery.accum, first_line(e.what())});
+      continue;
+    }
+    return optimizer_step(optimizer, scaler, a);
+  }
 }
 
 StepMemory measure_step_memory(const std::string& model_name, std::int64_t batch,

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "allocator/caching_allocator.h"
 #include "nn/nn.h"
 
 namespace frugal::train {
@@ -35,6 +37,31 @@ struct StepResult {
 StepResult train_step(nn::Module& model, optim::Optimizer& optimizer, amp::GradScaler& scaler,
                       const AmpMode& amp, const Tensor& images, const Tensor& targets,
                       std::int64_t accum);
+
+// Out-of-memory recovery (--oom-recovery): what PyTorch users write by hand around a step.
+struct OomRecovery {
+  std::int64_t accum = 1;    // micro-batches per step now; grows on each retry and stays
+  std::int64_t retries = 0;  // attempts that ran out of memory and were retried
+  struct Retry {
+    std::int64_t step = 0;          // the global step (1-based) that ran out
+    std::int64_t from = 0, to = 0;  // its micro-batches before and after
+    std::string message;            // the first line of the out-of-memory error
+  };
+  std::vector<Retry> history;
+};
+
+// train_step with `recovery.accum` micro-batches, and on an out-of-memory error in forward or
+// backward: the step's graph (released as the error unwinds) and partial gradients are freed,
+// batch norm's running statistics and the random generator are put back as they were before
+// the step, `allocator`'s cache is emptied, and the same batch runs again in twice as many
+// micro-batches (at most one image each), so the effective batch and the update stay those of
+// the whole batch. The new count is kept for the steps after. An out-of-memory error in the
+// optimizer's step (parameters partly updated, nothing to retry) or at one image per
+// micro-batch is thrown on.
+StepResult train_step_recovering(nn::Module& model, optim::Optimizer& optimizer,
+                                 amp::GradScaler& scaler, const AmpMode& amp, const Tensor& images,
+                                 const Tensor& targets, alloc::CachingAllocator& allocator,
+                                 std::int64_t global_step, OomRecovery& recovery);
 
 // What one training step holds, from the CPU allocator's exact counters, each counted from
 // what was allocated when the measurement began (data sets loaded earlier are not included).

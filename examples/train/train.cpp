@@ -1,6 +1,7 @@
 // frugal-train: trains cnn, mobilenet or mlp on Fashion-MNIST or on the user's image folders
 // (examples/train/data_source.h) with SGD or AdamW, showing a progress bar with loss,
-// accuracy, images/s and the allocator's memory; evaluates on the test set after every epoch; saves and resumes safetensors checkpoints; --metrics-json.
+// accuracy, images/s and the allocator's memory; evaluates on the test set after every epoch; saves
+// and resumes safetensors checkpoints; --metrics-json.
 // --device cuda trains on a GPU: each batch is staged in pinned memory and copied with
 // non_blocking on the device's copy stream. --amp bf16|fp16 trains in mixed precision, --accum K
 // in K micro-batches per step (examples/train/step.h). --tensorboard DIR writes each step's
@@ -90,6 +91,13 @@ std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
   throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
 }
 
+// A double as JSON text that reads back to the same value.
+std::string exact_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 std::string float_list(const std::vector<float>& values) {
   std::string s;
   for (float v : values) {
@@ -116,9 +124,10 @@ void print_data_info(const train::DataInfo& info, const train::DataSource& sourc
   const auto train = static_cast<long long>(source.train_size()),
              eval = static_cast<long long>(source.test_size());
   if (info.split == "held_out")
-    std::printf("split: %lld train / %lld held out for evaluation (%.3g of every class, stratified, "
-                "seed %llu)\n",
-                train, eval, info.val_fraction, static_cast<unsigned long long>(seed));
+    std::printf(
+        "split: %lld train / %lld held out for evaluation (%.3g of every class, stratified, "
+        "seed %llu)\n",
+        train, eval, info.val_fraction, static_cast<unsigned long long>(seed));
   else
     std::printf("split: %lld train / %lld test (%s)\n", train, eval,
                 info.split == "folders" ? "train/ and test/ folders" : info.split.c_str());
@@ -168,6 +177,11 @@ int run(int argc, char** argv) {
              "off");
   cli.option("accum", "K",
              "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
+  cli.flag("oom-recovery",
+           "on out-of-memory in a step, free it, empty the cache and retry the same batch in\n"
+           "twice as many micro-batches (same effective batch); the new count is kept");
+  cli.option("memory-limit", "BYTES",
+             "cap the device allocator's reserved memory, as a smaller device would (e.g. 96M)");
   cli.flag("checkpoint-activations",
            "keep only segment inputs in forward, recompute the rest in backward");
   cli.option("checkpoint-segments", "N", "segments for --checkpoint-activations", "4");
@@ -184,8 +198,7 @@ int run(int argc, char** argv) {
              "train-*.frs and test-*.frs shards (docs/data.md)",
              data::kDefaultFashionMnistDir);
   cli.option("val-fraction", "F",
-             "part of every class held out for evaluation when DIR has no train/ and test/",
-             "0.1");
+             "part of every class held out for evaluation when DIR has no train/ and test/", "0.1");
   cli.option("image-size", "N",
              "resize the short side to N and crop N x N (centre for evaluation, --augment for\n"
              "training); without it every image must have the same size");
@@ -207,9 +220,13 @@ int run(int argc, char** argv) {
   cli.flag("skip-bad",
            "leave out damaged images (named, counted) instead of stopping at the first");
   cli.option("max-steps", "N", "stop after N training steps in all (quick runs)");
-  cli.option("save", "PATH", "write a checkpoint after every epoch and at the end");
+  cli.option("save", "PATH",
+             "write a checkpoint after every epoch and at the end (atomically: a run killed\n"
+             "while saving leaves the previous checkpoint intact)");
+  cli.option("save-every", "N", "with --save: also write the checkpoint every N training steps");
   cli.option("resume", "PATH", "continue from a checkpoint written by --save");
   cli.option("metrics-json", "PATH", "write the run's figures as JSON");
+  cli.flag("memory-summary", "print the allocator's memory_summary() at the end");
   cli.option("memory-report", "PATH",
              "record the allocator's history and write its HTML memory timeline here");
   train::add_monitoring_options(cli);
@@ -225,10 +242,15 @@ int run(int argc, char** argv) {
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
   FRUGAL_CHECK(epochs >= 1 && batch_size >= 1, "--epochs and --batch-size must be at least 1");
   FRUGAL_CHECK(!cli.has("max-steps") || max_steps >= 1, "--max-steps must be at least 1");
+  const std::int64_t save_every = cli.has("save-every") ? cli.get_int("save-every") : 0;
+  FRUGAL_CHECK(!cli.has("save-every") || save_every >= 1,
+               "--save-every must be at least 1, got " + cli.get("save-every"));
+  FRUGAL_CHECK(!cli.has("save-every") || cli.has("save"),
+               "--save-every needs --save PATH (where to write the checkpoint)");
   FRUGAL_CHECK(!cli.has("image-size") || cli.get_int("image-size") >= 1,
                "--image-size must be at least 1, got " + cli.get("image-size"));
   const train::AmpMode amp = train::parse_amp(cli.get("amp"));
-  const std::int64_t accum = cli.get_int("accum");
+  std::int64_t accum = cli.get_int("accum");
   FRUGAL_CHECK(accum >= 1 && accum <= batch_size, "--accum must be between 1 and --batch-size (" +
                                                       std::to_string(batch_size) + "), got " +
                                                       std::to_string(accum));
@@ -239,27 +261,34 @@ int run(int argc, char** argv) {
   const Device requested(cli.get("device"));
   auto& allocator =
       allocator_for(requested, "--device");  // the clear error for a missing GPU, first
+  if (cli.has("memory-limit")) {
+    std::int64_t limit = 0;
+    try {
+      limit = parse_bytes(cli.get("memory-limit"));
+    } catch (const Error& e) {
+      throw ConfigError(std::string("--memory-limit: ") + e.what());
+    }
+    FRUGAL_CHECK(limit > 0,
+                 "--memory-limit must be more than 0 bytes, got " + cli.get("memory-limit"));
+    allocator.set_memory_limit(static_cast<std::size_t>(limit));
+  }
   // The last 200,000 allocator events (about 6 MiB of ring), tagged with op and module.
   if (cli.has("memory-report")) allocator.record_history(200000);
   const Device device = resolve_device(requested);
 
-  const auto source =
-      train::DataSource::open({.path = cli.get("data"),
-                               .batch_size = batch_size,
-                               .seed = seed,
-                               .workers = static_cast<int>(cli.get_int("workers")),
-                               .prefetch = static_cast<int>(cli.get_int("prefetch")),
-                               .pin_memory = cli.has("pin-memory"),
-                               .skip_bad = cli.has("skip-bad"),
-                               .image_size = cli.has("image-size")
-                                                 ? static_cast<int>(cli.get_int("image-size"))
-                                                 : 0,
-                               .channels = cli.has("channels")
-                                               ? static_cast<int>(cli.get_int("channels"))
-                                               : 0,
-                               .normalize = cli.has("normalize") ? cli.get("normalize") : "",
-                               .augment = cli.get("augment"),
-                               .val_fraction = cli.get_double("val-fraction")});
+  const auto source = train::DataSource::open(
+      {.path = cli.get("data"),
+       .batch_size = batch_size,
+       .seed = seed,
+       .workers = static_cast<int>(cli.get_int("workers")),
+       .prefetch = static_cast<int>(cli.get_int("prefetch")),
+       .pin_memory = cli.has("pin-memory"),
+       .skip_bad = cli.has("skip-bad"),
+       .image_size = cli.has("image-size") ? static_cast<int>(cli.get_int("image-size")) : 0,
+       .channels = cli.has("channels") ? static_cast<int>(cli.get_int("channels")) : 0,
+       .normalize = cli.has("normalize") ? cli.get("normalize") : "",
+       .augment = cli.get("augment"),
+       .val_fraction = cli.get_double("val-fraction")});
   const train::DataInfo& data_info = source->info();
   // The model takes the data's channels and size and predicts its classes.
   const nn::ModelInput model_input{data_info.channels, data_info.height, data_info.width,
@@ -362,6 +391,11 @@ int run(int argc, char** argv) {
   double test_accuracy = 0;
   bool stopped_early = false;
   bool preview_pending = cli.has("preview");
+  const bool oom_recovery = cli.has("oom-recovery");
+  train::OomRecovery recovery{.accum = accum};
+  // The first steps' mean losses, for comparing runs step by step (--metrics-json).
+  constexpr std::size_t kRecordedStepLosses = 100;
+  std::vector<double> step_losses;
 
   auto save = [&] {
     if (!cli.has("save")) return;
@@ -375,8 +409,10 @@ int run(int argc, char** argv) {
     const std::int64_t batches = source->num_batches();
     ProgressBar bar("epoch " + std::to_string(state.epoch + 1) + "/" + std::to_string(epochs),
                     static_cast<std::uint64_t>(batches));
-    double loss_sum = 0;
-    std::int64_t seen = 0, correct = 0;
+    // A run resumed mid-epoch carries on the epoch's sums, so that it reports the same epoch.
+    double loss_sum = state.epoch_loss_sum;
+    std::int64_t seen = state.epoch_seen, correct = state.epoch_correct;
+    const std::int64_t seen_before = seen;
     const auto t0 = std::chrono::steady_clock::now();
     for (std::int64_t b = state.step_in_epoch; b < batches; ++b) {
       if (max_steps >= 0 && state.global_step >= max_steps) {
@@ -390,9 +426,32 @@ int run(int argc, char** argv) {
                     cli.get("preview").c_str(), p.images, p.columns, p.width, p.height);
         preview_pending = false;
       }
-      const train::StepResult r =
-          train::train_step(*model, *optimizer, scaler, amp, to_device(batch.data, device),
-                            to_device(batch.target, device), accum);
+      const Tensor images = to_device(batch.data, device),
+                   targets = to_device(batch.target, device);
+      train::StepResult r;
+      if (oom_recovery) {
+        const std::size_t retries_before = recovery.history.size();
+        r = train::train_step_recovering(*model, *optimizer, scaler, amp, images, targets,
+                                         allocator, state.global_step + 1, recovery);
+        for (std::size_t i = retries_before; i < recovery.history.size(); ++i) {
+          const auto& retry = recovery.history[i];
+          bar.note("step " + std::to_string(retry.step) + " ran out of memory in " +
+                   std::to_string(retry.from) + " micro-batch" + (retry.from == 1 ? "" : "es") +
+                   "; retried in " + std::to_string(retry.to) +
+                   " (--oom-recovery): " + retry.message);
+        }
+      } else {
+        try {
+          r = train::train_step(*model, *optimizer, scaler, amp, images, targets, accum);
+        } catch (const OutOfMemoryError& e) {
+          throw Error(std::string(e.what()) + "\nat training step " +
+                      std::to_string(state.global_step + 1) +
+                      "; --oom-recovery retries such a step in smaller micro-batches, and "
+                      "--accum, --batch-size or --auto-batch-size make every step smaller");
+        }
+      }
+      if (step_losses.size() < kRecordedStepLosses)
+        step_losses.push_back(r.loss_sum / static_cast<double>(batch.target.size(0)));
       if (schedule) schedule->step();
       skipped_steps += r.stepped ? 0 : 1;
       const std::int64_t n = batch.target.size(0);
@@ -401,12 +460,17 @@ int run(int argc, char** argv) {
       seen += n;
       ++state.global_step;
       state.step_in_epoch = b + 1;
+      state.epoch_loss_sum = loss_sum;
+      state.epoch_seen = seen;
+      state.epoch_correct = correct;
+      // The last batch of an epoch is saved after its evaluation, below.
+      if (save_every > 0 && state.global_step % save_every == 0 && b + 1 < batches) save();
       const double elapsed = seconds_since(t0);
       char status[160];
       std::snprintf(status, sizeof status, "loss %.4f acc %.2f%% %.0f img/s mem %s / %s",
                     loss_sum / static_cast<double>(seen),
                     100.0 * static_cast<double>(correct) / static_cast<double>(seen),
-                    static_cast<double>(seen) / std::max(elapsed, 1e-9),
+                    static_cast<double>(seen - seen_before) / std::max(elapsed, 1e-9),
                     format_bytes(static_cast<std::int64_t>(allocator.memory_allocated())).c_str(),
                     format_bytes(static_cast<std::int64_t>(allocator.memory_reserved())).c_str());
       bar.update(static_cast<std::uint64_t>(b + 1), status);
@@ -414,17 +478,17 @@ int run(int argc, char** argv) {
           state.global_step,
           {.loss = r.loss_sum / static_cast<double>(n),
            .accuracy = static_cast<double>(r.correct) / static_cast<double>(n),
-           .images_per_sec = static_cast<double>(seen) / std::max(elapsed, 1e-9)});
+           .images_per_sec = static_cast<double>(seen - seen_before) / std::max(elapsed, 1e-9)});
     }
     bar.finish();
     const double epoch_seconds = seconds_since(t0);
     train_seconds += epoch_seconds;
-    train_images += seen;
-    if (seen == 0) break;
+    train_images += seen - seen_before;
+    if (seen == seen_before) break;
     test_accuracy = evaluate(*model, *source, batch_size, device, amp);
     const EpochResult r{state.epoch + 1, loss_sum / static_cast<double>(seen),
                         static_cast<double>(correct) / static_cast<double>(seen), test_accuracy,
-                        static_cast<double>(seen) / epoch_seconds};
+                        static_cast<double>(seen - seen_before) / epoch_seconds};
     results.push_back(r);
     training_monitor->on_epoch_end(r.epoch, state.global_step, test_accuracy);
     std::printf(
@@ -438,10 +502,17 @@ int run(int argc, char** argv) {
     if (stopped_early) break;
     ++state.epoch;  // a resume from this checkpoint starts the next epoch
     state.step_in_epoch = 0;
+    state.epoch_loss_sum = 0;
+    state.epoch_seen = state.epoch_correct = 0;
     save();
   }
   if (stopped_early) save();  // mid-epoch: a resume continues from the next batch
 
+  if (cli.has("memory-summary")) std::printf("%s", allocator.memory_summary().c_str());
+  if (oom_recovery)
+    std::printf("oom recovery: %lld out-of-memory retr%s; steps now run in %lld micro-batch%s\n",
+                static_cast<long long>(recovery.retries), recovery.retries == 1 ? "y" : "ies",
+                static_cast<long long>(recovery.accum), recovery.accum == 1 ? "" : "es");
   if (cli.has("memory-report")) {
     alloc::write_memory_report(allocator, cli.get("memory-report"));
     std::printf("memory report: %s\n", cli.get("memory-report").c_str());
@@ -473,7 +544,16 @@ int run(int argc, char** argv) {
     j.field("steps", state.global_step);
     j.field("batch_size", batch_size);
     j.field("amp", amp.name);
-    j.field("accum", accum);
+    j.field("accum", oom_recovery ? recovery.accum : accum);
+    j.field("oom_recovery", oom_recovery);
+    j.field("oom_retries", recovery.retries);
+    j.field("num_ooms", stats.num_ooms);
+    j.field("num_alloc_retries", stats.num_alloc_retries);
+    if (cli.has("memory-limit"))
+      j.field("memory_limit_bytes", static_cast<std::int64_t>(allocator.memory_limit()));
+    std::string losses;
+    for (double l : step_losses) losses += (losses.empty() ? "" : ",") + exact_number(l);
+    j.raw("step_losses", "[" + losses + "]");
     j.field("skipped_steps", skipped_steps);
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));

@@ -180,10 +180,18 @@ std::int64_t quantize_rows_symmetric_s8(const float* x, std::int64_t rows, std::
                      amax = v > amax ? v : amax;
                      probe += xr[c] * 0.0f;
                    }
-                   if (!std::isfinite(probe)) bad_row.store(r);
+                   std::int8_t* qr = q + r * cols;
+                   if (!std::isfinite(probe)) {
+                     // Reported to the caller, which throws. The row is left unquantized:
+                     // converting a NaN to an integer is undefined behaviour.
+                     bad_row.store(r);
+                     std::fill(qr, qr + cols, std::int8_t{0});
+                     scale[r] = 1.0f;
+                     row_sum[r] = 0;
+                     continue;
+                   }
                    const float s = amax > 0 ? amax / 127.0f : 1.0f;
                    std::int32_t sum = 0;
-                   std::int8_t* qr = q + r * cols;
 #pragma omp simd reduction(+ : sum)
                    for (std::int64_t c = 0; c < cols; ++c) {
                      const float v = std::clamp(std::nearbyint(xr[c] / s), -127.0f, 127.0f);
@@ -213,10 +221,16 @@ std::int64_t quantize_rows_asymmetric_u8(const float* x, std::int64_t rows, std:
                      hi = v > hi ? v : hi;
                      probe += v * 0.0f;
                    }
-                   if (!std::isfinite(probe)) bad_row.store(r);
+                   std::uint8_t* qr = q + r * cols;
+                   if (!std::isfinite(probe)) {  // as above
+                     bad_row.store(r);
+                     std::fill(qr, qr + cols, std::uint8_t{0});
+                     scale[r] = 1.0f;
+                     zero_point[r] = 0;
+                     continue;
+                   }
                    const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
                    const float zp = std::clamp(std::nearbyint(-lo / s), 0.0f, 255.0f);
-                   std::uint8_t* qr = q + r * cols;
                    // A multiply, not a division per element (which costs as much as the GEMM's
                    // share of the row): x * (1/s) may differ from x / s in the last bit, which
                    // moves a value sitting exactly between two steps by one step at most.

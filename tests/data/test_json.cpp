@@ -28,7 +28,7 @@ TEST_CASE("json: objects, arrays, strings and integers") {
       R"("}   )");
   REQUIRE(v.is_object());
   REQUIRE(v.object.size() == 5);
-  CHECK(v.object[0].first == "a");  // members keep their order
+  CHECK(v.object[0].key == "a");  // members keep their order
   const json::Value& a = *v.find("a");
   REQUIRE(a.array.size() == 4);
   CHECK(a.array[1].integer == -2);
