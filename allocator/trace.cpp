@@ -5,6 +5,7 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace frugal::alloc {
@@ -42,7 +43,8 @@ std::uint64_t number(std::string_view text, const char* what, const std::string&
 
 Trace parse_trace(std::istream& in, const std::string& source) {
   Trace trace;
-  std::unordered_set<std::uint64_t> live, seen;
+  std::unordered_map<std::uint64_t, std::uint64_t> live;  // id -> slot
+  std::unordered_set<std::uint64_t> seen;
   std::string text;
   std::size_t line = 0;
   while (std::getline(in, text)) {
@@ -65,18 +67,21 @@ Trace parse_trace(std::istream& in, const std::string& source) {
       if (!seen.insert(event.id).second) {
         fail(source, line, "id " + std::to_string(event.id) + " was allocated before");
       }
-      live.insert(event.id);
+      event.slot = trace.slots++;
+      live.emplace(event.id, event.slot);
     } else if (f[0] == "f") {
       if (f.size() != 2) fail(source, line, "expected 'f ID'");
       event.kind = TraceEvent::Kind::kFree;
       event.id = number(f[1], "id", source, line);
-      if (live.erase(event.id) == 0) {
+      const auto it = live.find(event.id);
+      if (it == live.end()) {
         fail(source, line, "free of id " + std::to_string(event.id) + ", which is not live");
       }
+      event.slot = it->second;
+      live.erase(it);
     } else {
       fail(source, line, "unknown event '" + std::string(f[0]) + "' (expected 'a' or 'f')");
     }
-    trace.max_id = std::max(trace.max_id, event.id);
     trace.events.push_back(event);
   }
   if (in.bad()) throw TraceError(source + ": read error");

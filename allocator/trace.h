@@ -20,14 +20,17 @@ inline constexpr const char* kTraceHeader = "# frugal-alloc-trace v1";
 
 struct TraceEvent {
   enum class Kind : std::uint8_t { kAllocate, kFree } kind;
-  std::uint64_t id = 0;
+  std::uint64_t id = 0;     // as written in the trace (any 64-bit number)
+  std::uint64_t slot = 0;   // the allocation's number in the trace: 0, 1, 2 ... in order
   std::uint64_t bytes = 0;  // kAllocate only
   StreamId stream = 0;      // kAllocate only
 };
 
 struct Trace {
   std::vector<TraceEvent> events;
-  std::uint64_t max_id = 0;  // ids are < max_id + 1, for dense per-id tables
+  // Allocations in the trace: every slot is below this, for dense per-allocation tables. (Not
+  // the largest id: a trace of two lines may name id 2^64-1.)
+  std::uint64_t slots = 0;
 };
 
 // A malformed trace: the message names the source and line, e.g. "trace.txt:17: ...".

@@ -16,18 +16,18 @@ ReplayResult replay_trace(const Trace& trace, std::size_t capacity, const Alloca
   result.events = trace.events.size();
   {
     CachingAllocator allocator(device, config);
-    std::vector<Allocation> live(trace.max_id + 1);
+    std::vector<Allocation> live(trace.slots);
     const auto start = std::chrono::steady_clock::now();
     for (const TraceEvent& e : trace.events) {
       if (e.kind == TraceEvent::Kind::kAllocate) {
         try {
-          live[e.id] = allocator.allocate(e.bytes, e.stream);
+          live[e.slot] = allocator.allocate(e.bytes, e.stream);
         } catch (const OutOfMemoryError&) {
           ++result.ooms;
         }
       } else {
-        allocator.free(live[e.id]);  // an empty Allocation (refused earlier) is a no-op
-        live[e.id] = {};
+        allocator.free(live[e.slot]);  // an empty Allocation (refused earlier) is a no-op
+        live[e.slot] = {};
       }
     }
     result.seconds =

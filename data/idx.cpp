@@ -208,6 +208,7 @@ Tensor read_idx(const std::string& path) {
                    " bytes of dims, found " + std::to_string(got));
   std::vector<std::int64_t> dims(ndims);
   std::uint64_t bytes = type.file_bytes;
+  bool empty_dim = false;
   for (int d = 0; d < ndims; ++d) {
     const unsigned char* b = dim_bytes + 4 * d;
     const std::uint32_t v = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
@@ -216,9 +217,12 @@ Tensor read_idx(const std::string& path) {
       fail(path, "dim " + std::to_string(d) + " is negative (" +
                      std::to_string(static_cast<std::int32_t>(v)) + ")");
     dims[d] = v;
-    // Each dim is < 2^31, so the product stays below 2^64 while it is under kMaxBytes.
-    if (bytes <= kMaxBytes) bytes *= v;
+    empty_dim |= v == 0;
+    // Saturates just above kMaxBytes rather than wrapping around 2^64 (2^46 x 2^31 would):
+    // a wrapped product could pass the checks below and size the tensor wrongly.
+    if (v != 0) bytes = bytes > kMaxBytes / v ? kMaxBytes + 1 : bytes * v;
   }
+  if (empty_dim) bytes = 0;
   std::string shape = shape_string(dims);
   if (bytes > kMaxBytes) fail(path, "absurd size: dims " + shape + " would need more than 64 TiB");
   const std::uint64_t header = 4 + 4 * static_cast<std::uint64_t>(ndims);

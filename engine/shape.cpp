@@ -2,6 +2,7 @@
 #include "engine/shape.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "common/error.h"
@@ -47,17 +48,36 @@ void DimVector::resize(std::size_t size, std::int64_t value) {
 
 std::int64_t shape_numel(IntArrayRef sizes) {
   std::int64_t n = 1;
-  for (auto s : sizes) n *= s;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (__builtin_mul_overflow(n, sizes[i], &n)) [[unlikely]] {
+      // A later size of 0 still makes an empty tensor; otherwise the sizes came from a
+      // damaged header or a mistake, and wrapping around would allocate the wrong size.
+      for (std::size_t j = i + 1; j < sizes.size(); ++j)
+        if (sizes[j] == 0) return 0;
+      std::string text;
+      for (auto s : sizes) text += (text.empty() ? "" : ", ") + std::to_string(s);
+      throw Error("a tensor of sizes [" + text + "] has more elements than fit in 64 bits");
+    }
+  }
   return n;
 }
 
 DimVector contiguous_strides(IntArrayRef sizes) {
   DimVector strides(sizes.size());
   std::int64_t stride = 1;
+  bool overflowed = false;
   for (std::size_t i = sizes.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<std::int64_t>(sizes[i], 1);
+    if (__builtin_mul_overflow(stride, std::max<std::int64_t>(sizes[i], 1), &stride)) [[unlikely]] {
+      // Only an empty tensor (a size of 0, where no element is ever addressed) may have sizes
+      // this large; its remaining strides stay at the largest value instead of wrapping.
+      stride = std::numeric_limits<std::int64_t>::max();
+      overflowed = true;
+    }
   }
+  // A tensor with elements whose strides overflow has more elements than 64 bits count:
+  // shape_numel says so (and returns 0, without throwing, for an empty one).
+  if (overflowed) (void)shape_numel(sizes);
   return strides;
 }
 

@@ -18,11 +18,15 @@ class IntArrayRef {
   IntArrayRef() = default;
   IntArrayRef(const std::int64_t* data, std::size_t size) : data_(data), size_(size) {}
   // Like libtorch's: valid while the braced list lives, i.e. for the call it is passed to.
+#if defined(__GNUC__) && !defined(__clang__)  // (a GCC warning that clang does not know)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   IntArrayRef(std::initializer_list<std::int64_t> list)  // NOLINT: implicit, like libtorch
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   IntArrayRef(const std::vector<std::int64_t>& v)  // NOLINT
       : data_(v.data()), size_(v.size()) {}
 

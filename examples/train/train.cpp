@@ -26,6 +26,7 @@
 #include "examples/train/checkpoint.h"
 #include "examples/train/data_source.h"
 #include "examples/train/monitoring.h"
+#include "examples/train/options.h"
 #include "examples/train/preview.h"
 #include "examples/train/step.h"
 #include "kernels/cpu/cpu_isa.h"
@@ -159,78 +160,9 @@ struct EpochResult {
 };
 
 int run(int argc, char** argv) {
-  CommandLine cli("frugal-train",
-                  "Trains a CNN on Fashion-MNIST, or on a folder of images, with frugal, showing\n"
-                  "loss, accuracy, speed and memory as it goes, and the test accuracy after every\n"
-                  "epoch.");
-  cli.option("model", "NAME", "cnn, mobilenet or mlp", "cnn");
-  cli.option("epochs", "N", "training epochs", "3");
-  cli.option("batch-size", "N", "images per step", "128");
-  cli.option("lr", "RATE", "learning rate (default 0.05 for sgd, 0.001 for adamw)");
-  cli.option("momentum", "M", "SGD momentum", "0.9");
-  cli.option("optimizer", "NAME", "sgd or adamw", "sgd");
-  cli.option("weight-decay", "W", "weight decay (L2 for sgd, decoupled for adamw)", "0");
-  cli.option("lr-schedule", "NAME",
-             "constant, or cosine (from --lr down to 0 over the run, set every step)", "constant");
-  cli.option("device", "DEVICE", "cpu, cuda or cuda:N", "cpu");
-  cli.option("amp", "MODE", "mixed precision: off, bf16 or fp16 (fp16 with dynamic loss scaling)",
-             "off");
-  cli.option("accum", "K",
-             "gradient accumulation: each batch in K micro-batches, one optimizer step", "1");
-  cli.flag("oom-recovery",
-           "on out-of-memory in a step, free it, empty the cache and retry the same batch in\n"
-           "twice as many micro-batches (same effective batch); the new count is kept");
-  cli.option("memory-limit", "BYTES",
-             "cap the device allocator's reserved memory, as a smaller device would (e.g. 96M)");
-  cli.flag("checkpoint-activations",
-           "keep only segment inputs in forward, recompute the rest in backward");
-  cli.option("checkpoint-segments", "N", "segments for --checkpoint-activations", "4");
-  cli.flag("auto-batch-size",
-           "train with the largest batch whose step fits --memory-budget (batch-size finder)");
-  cli.option("memory-budget", "BYTES",
-             "peak allocated bytes for --auto-batch-size, e.g. 512MiB (default: the "
-             "allocator's limit)");
-  cli.option("threads", "N", "CPU threads for the kernels (default: all cores)");
-  cli.option("seed", "N", "seed of initialisation and shuffling", "0");
-  cli.option("data", "DIR",
-             "Fashion-MNIST idx files; a root of class folders (DIR/<class>/<image>, part held\n"
-             "out for evaluation); train/ and test/ class-folder trees or .frs shards; or\n"
-             "train-*.frs and test-*.frs shards (docs/data.md)",
-             data::kDefaultFashionMnistDir);
-  cli.option("val-fraction", "F",
-             "part of every class held out for evaluation when DIR has no train/ and test/", "0.1");
-  cli.option("image-size", "N",
-             "resize the short side to N and crop N x N (centre for evaluation, --augment for\n"
-             "training); without it every image must have the same size");
-  cli.option("channels", "1|3",
-             "convert every image to gray or RGB (default: 3 if any image holds colour)");
-  cli.option("augment", "NAME",
-             "training augmentation: none, flip, pad-crop or resized-crop (default: none, or\n"
-             "with --image-size resized-crop from 64 pixels up and pad-crop below)",
-             "auto");
-  cli.option("normalize", "MEAN,STD",
-             "per-channel normalisation: MEAN,STD, or C means then C stds, or none (default:\n"
-             "computed from the training images)");
-  cli.option("preview", "PATH.png",
-             "write the first training batch, as the model gets it, as a labelled PNG grid");
-  cli.option("workers", "N",
-             "data loader threads decoding and augmenting (0: on the training thread)", "0");
-  cli.option("prefetch", "N", "batches the data loader makes ahead, at most", "2");
-  cli.flag("pin-memory", "make batches in pinned memory (for non_blocking copies to a GPU)");
-  cli.flag("skip-bad",
-           "leave out damaged images (named, counted) instead of stopping at the first");
-  cli.option("max-steps", "N", "stop after N training steps in all (quick runs)");
-  cli.option("save", "PATH",
-             "write a checkpoint after every epoch and at the end (atomically: a run killed\n"
-             "while saving leaves the previous checkpoint intact)");
-  cli.option("save-every", "N", "with --save: also write the checkpoint every N training steps");
-  cli.option("resume", "PATH", "continue from a checkpoint written by --save");
-  cli.option("metrics-json", "PATH", "write the run's figures as JSON");
-  cli.flag("memory-summary", "print the allocator's memory_summary() at the end");
-  cli.option("memory-report", "PATH",
-             "record the allocator's history and write its HTML memory timeline here");
-  train::add_monitoring_options(cli);
+  CommandLine cli = train::make_train_command_line();
   if (!cli.parse(argc, argv)) return 0;
+  train::check_train_options(cli);
 
   const std::string model_name = cli.get("model");
   const std::string optimizer_name = cli.get("optimizer");
@@ -240,20 +172,9 @@ int run(int argc, char** argv) {
       cli.has("lr") ? cli.get_double("lr") : (optimizer_name == "adamw" ? 1e-3 : 0.05);
   const std::uint64_t seed = static_cast<std::uint64_t>(cli.get_int("seed"));
   const std::int64_t max_steps = cli.has("max-steps") ? cli.get_int("max-steps") : -1;
-  FRUGAL_CHECK(epochs >= 1 && batch_size >= 1, "--epochs and --batch-size must be at least 1");
-  FRUGAL_CHECK(!cli.has("max-steps") || max_steps >= 1, "--max-steps must be at least 1");
   const std::int64_t save_every = cli.has("save-every") ? cli.get_int("save-every") : 0;
-  FRUGAL_CHECK(!cli.has("save-every") || save_every >= 1,
-               "--save-every must be at least 1, got " + cli.get("save-every"));
-  FRUGAL_CHECK(!cli.has("save-every") || cli.has("save"),
-               "--save-every needs --save PATH (where to write the checkpoint)");
-  FRUGAL_CHECK(!cli.has("image-size") || cli.get_int("image-size") >= 1,
-               "--image-size must be at least 1, got " + cli.get("image-size"));
   const train::AmpMode amp = train::parse_amp(cli.get("amp"));
   std::int64_t accum = cli.get_int("accum");
-  FRUGAL_CHECK(accum >= 1 && accum <= batch_size, "--accum must be between 1 and --batch-size (" +
-                                                      std::to_string(batch_size) + "), got " +
-                                                      std::to_string(accum));
   if (cli.has("threads")) kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
   // Read the kernels' level now, so that a FRUGAL_CPU_ISA this CPU cannot run stops the run
   // here with its reason rather than at the first convolution.
@@ -261,17 +182,8 @@ int run(int argc, char** argv) {
   const Device requested(cli.get("device"));
   auto& allocator =
       allocator_for(requested, "--device");  // the clear error for a missing GPU, first
-  if (cli.has("memory-limit")) {
-    std::int64_t limit = 0;
-    try {
-      limit = parse_bytes(cli.get("memory-limit"));
-    } catch (const Error& e) {
-      throw ConfigError(std::string("--memory-limit: ") + e.what());
-    }
-    FRUGAL_CHECK(limit > 0,
-                 "--memory-limit must be more than 0 bytes, got " + cli.get("memory-limit"));
-    allocator.set_memory_limit(static_cast<std::size_t>(limit));
-  }
+  if (cli.has("memory-limit"))
+    allocator.set_memory_limit(static_cast<std::size_t>(parse_bytes(cli.get("memory-limit"))));
   // The last 200,000 allocator events (about 6 MiB of ring), tagged with op and module.
   if (cli.has("memory-report")) allocator.record_history(200000);
   const Device device = resolve_device(requested);
@@ -306,14 +218,8 @@ int run(int argc, char** argv) {
   if (cli.has("auto-batch-size")) {
     // Probe steps of this very step (amp, accumulation, checkpointing) on random images, on a
     // throw-away optimizer; the model comes back untouched.
-    std::int64_t budget = 0;
-    if (cli.has("memory-budget")) {
-      try {
-        budget = parse_bytes(cli.get("memory-budget"));
-      } catch (const Error& e) {
-        throw ConfigError(std::string("--memory-budget: ") + e.what());
-      }
-    }
+    const std::int64_t budget =
+        cli.has("memory-budget") ? parse_bytes(cli.get("memory-budget")) : 0;
     const nn::BatchSizeResult found = nn::find_batch_size(
         *model,
         [&](const std::vector<Tensor>& params) {
@@ -392,7 +298,8 @@ int run(int argc, char** argv) {
   bool stopped_early = false;
   bool preview_pending = cli.has("preview");
   const bool oom_recovery = cli.has("oom-recovery");
-  train::OomRecovery recovery{.accum = accum};
+  train::OomRecovery recovery;
+  recovery.accum = accum;
   // The first steps' mean losses, for comparing runs step by step (--metrics-json).
   constexpr std::size_t kRecordedStepLosses = 100;
   std::vector<double> step_losses;
@@ -552,7 +459,10 @@ int run(int argc, char** argv) {
     if (cli.has("memory-limit"))
       j.field("memory_limit_bytes", static_cast<std::int64_t>(allocator.memory_limit()));
     std::string losses;
-    for (double l : step_losses) losses += (losses.empty() ? "" : ",") + exact_number(l);
+    for (double l : step_losses) {
+      if (!losses.empty()) losses += ',';
+      losses += exact_number(l);
+    }
     j.raw("step_losses", "[" + losses + "]");
     j.field("skipped_steps", skipped_steps);
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());

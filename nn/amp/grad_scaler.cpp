@@ -138,12 +138,21 @@ void GradScaler::load_state_dict(const nn::NamedTensors& state) {
       }
     throw Error(std::string("GradScaler::load_state_dict: '") + name + "' is missing");
   };
+  // The counts are read only from integer tensors: a float NaN converted to an integer is
+  // undefined behaviour, and a checkpoint is outside input.
+  auto count = [&](const char* name) {
+    const Tensor& t = find(name);
+    FRUGAL_CHECK(is_integral(t.dtype(), /*include_bool=*/false),
+                 std::string("GradScaler::load_state_dict: '") + name +
+                     "' must be an integer tensor, got " + dtype_name(t.dtype()));
+    return t.to(kInt64).item<std::int64_t>();
+  };
   GradScalerOptions loaded = options_;
   loaded.init_scale = find("scale").to(kFloat64).item<double>();
   loaded.growth_factor = find("growth_factor").to(kFloat64).item<double>();
   loaded.backoff_factor = find("backoff_factor").to(kFloat64).item<double>();
-  loaded.growth_interval = find("growth_interval").to(kInt64).item<std::int64_t>();
-  const std::int64_t tracker = find("_growth_tracker").to(kInt64).item<std::int64_t>();
+  loaded.growth_interval = count("growth_interval");
+  const std::int64_t tracker = count("_growth_tracker");
   check_options(loaded);
   FRUGAL_CHECK(tracker >= 0 && tracker < loaded.growth_interval,
                "GradScaler::load_state_dict: _growth_tracker " + std::to_string(tracker) +

@@ -56,15 +56,11 @@ void AdamW::load_state_dict(const nn::NamedTensors& state) {
   std::vector<Tensor> m(parameters_.size()), v(parameters_.size());
   std::vector<std::int64_t> steps(parameters_.size(), 0);
   for (const auto& [name, t] : state) {
-    const auto dot = name.find('.');
-    FRUGAL_CHECK(dot != std::string::npos,
-                 "AdamW.load_state_dict: unexpected entry '" + name + "'");
-    const std::size_t i = std::stoul(name.substr(0, dot));
-    const std::string field = name.substr(dot + 1);
-    FRUGAL_CHECK(i < parameters_.size(),
-                 "AdamW.load_state_dict: '" + name + "' names no parameter");
+    const std::size_t i = state_entry_index(name, "AdamW");
+    const std::string field = name.substr(name.find('.') + 1);
     if (field == "step") {
-      FRUGAL_CHECK(t.numel() == 1, "AdamW.load_state_dict: '" + name + "' must hold one value");
+      FRUGAL_CHECK(t.numel() == 1 && is_integral(t.dtype(), /*include_bool=*/false),
+                   "AdamW.load_state_dict: '" + name + "' must hold one integer");
       steps[i] = t.item<std::int64_t>();
       continue;
     }

@@ -5,6 +5,20 @@
 
 namespace frugal::optim {
 
+std::size_t Optimizer::state_entry_index(const std::string& name, const char* who) const {
+  const std::size_t dot = name.find('.');
+  const std::string index = name.substr(0, dot);
+  FRUGAL_CHECK(dot != std::string::npos && !index.empty() && index.size() <= 9 &&
+                   index.find_first_not_of("0123456789") == std::string::npos,
+               std::string(who) + ".load_state_dict: unexpected entry '" + name +
+                   "' (expected PARAMETER_INDEX.FIELD)");
+  const std::size_t i = std::stoul(index);
+  FRUGAL_CHECK(i < parameters_.size(), std::string(who) + ".load_state_dict: '" + name +
+                                           "' names parameter " + index + " of " +
+                                           std::to_string(parameters_.size()));
+  return i;
+}
+
 Optimizer::Optimizer(std::vector<Tensor> parameters, double lr)
     : parameters_(std::move(parameters)) {
   FRUGAL_CHECK(!parameters_.empty(), "optimizer got an empty parameter list");

@@ -35,6 +35,11 @@ class Optimizer {
   // Parameter i's gradient, contiguous, as an update kernel reads it; undefined when it has
   // none (skip it). A gradient whose shape or dtype does not match is a frugal::Error.
   Tensor gradient_for_update(std::size_t i, const char* op) const;
+  // The parameter index that a state entry "I.field" names (its text before the first dot,
+  // decimal digits only, below the parameter count); a frugal::Error naming `who` and the
+  // entry otherwise. Checkpoint files are outside input: "x.exp_avg" must not throw from
+  // std::stoul, nor "3junk" pass as 3.
+  std::size_t state_entry_index(const std::string& name, const char* who) const;
   // Calls f.template operator()<T>() for float32 / float64 parameters, the master-weight types
   // the fused update kernels support; other dtypes are a frugal::Error naming `op`.
   template <class F>

@@ -45,12 +45,10 @@ nn::NamedTensors SGD::state_dict() const {
 void SGD::load_state_dict(const nn::NamedTensors& state) {
   std::vector<Tensor> loaded(parameters_.size());
   for (const auto& [name, t] : state) {
-    const auto dot = name.find('.');
-    FRUGAL_CHECK(dot != std::string::npos && name.substr(dot) == ".momentum_buffer",
+    const std::size_t i = state_entry_index(name, "SGD");
+    FRUGAL_CHECK(name.substr(name.find('.')) == ".momentum_buffer",
                  "SGD.load_state_dict: unexpected entry '" + name + "'");
-    const std::size_t i = std::stoul(name.substr(0, dot));
-    FRUGAL_CHECK(i < parameters_.size() && t.sizes() == parameters_[i].sizes() &&
-                     t.dtype() == parameters_[i].dtype(),
+    FRUGAL_CHECK(t.sizes() == parameters_[i].sizes() && t.dtype() == parameters_[i].dtype(),
                  "SGD.load_state_dict: '" + name + "' " + dtype_name(t.dtype()) +
                      shape_string(t.sizes()) + " does not match a parameter of this optimizer");
     loaded[i] = t.to(parameters_[i].device()).clone();  // a checkpoint holds CPU tensors

@@ -70,6 +70,24 @@ TEST_CASE("malformed trace lines are reported with their line numbers") {
   CHECK_THROWS_WITH(load_trace("/no/such/file.trace"), Catch::Contains("cannot open"));
 }
 
+TEST_CASE("ids are names, not indexes: any 64-bit id replays (found with the trace fuzzer)") {
+  // The replay once sized its table by the largest id: 2^64-1 wrapped it to 0 entries and the
+  // first allocation wrote out of bounds; 10^12 asked for 24 TB. Slots number the allocations.
+  std::istringstream in(
+      "# frugal-alloc-trace v1\n"
+      "a 18446744073709551615 4096\n"
+      "a 1000000000000 512\n"
+      "f 18446744073709551615\n"
+      "a 7 1024\n"
+      "f 7\n");
+  const Trace trace = parse_trace(in, "ids.trace");
+  CHECK(trace.slots == 3);
+  CHECK(trace.events[2].slot == 0);  // the free of the first allocation
+  const ReplayResult r = replay_trace(trace, 64 * MiB, AllocatorConfig{});
+  CHECK(r.completed());
+  CHECK(r.peak_requested == 4096 + 512);
+}
+
 TEST_CASE("cnn-fixed.trace with the defaults: completes in <= 1.03x peak requested") {
   const Trace trace = load_trace(trace_path());
   const AllocatorConfig defaults;

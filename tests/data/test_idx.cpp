@@ -167,6 +167,21 @@ TEST_CASE("idx: damaged files are refused with the file's name and the fault") {
   CHECK_THAT(error_of(p), Contains(p) && Contains("3 trailing bytes"));
 }
 
+TEST_CASE("idx: dims whose product passes 2^64 are refused, not wrapped (found by fuzz_idx)") {
+  // 1638400 x 2^25 x 50331648 x ... : the byte count once wrapped around 2^64 to a value that
+  // passed every size check, and the tensor was made with an overflowing element count.
+  test::TempDir dir;
+  const Bytes header = idx_header(0x08, {1638400u, 33554432u, 50331648u, 58098039u});
+  test::write_gzip(dir.file("wrapped.gz"), header);
+  CHECK_THAT(error_of(dir.file("wrapped.gz")), Contains("wrapped.gz") && Contains("absurd size"));
+  test::write_bytes(dir.file("wrapped"), header);
+  CHECK_THAT(error_of(dir.file("wrapped")), Contains("absurd size"));
+  // A zero among huge dims is an empty tensor, as it should be.
+  test::write_bytes(dir.file("empty"),
+                    idx_header(0x08, {0x7fffffffu, 0x7fffffffu, 0x7fffffffu, 0}));
+  CHECK(data::read_idx(dir.file("empty")).numel() == 0);
+}
+
 TEST_CASE("idx: damaged gzip files are refused with the file's name and zlib's reason") {
   test::TempDir dir;
   std::vector<std::uint8_t> pixels(4096);

@@ -92,6 +92,15 @@ TEST_CASE("factories") {
   CHECK(ri.max().item<std::int64_t>() == 6);
 }
 
+TEST_CASE("sizes whose element count passes 64 bits are an error, not a wrapped allocation") {
+  const std::int64_t big = std::int64_t{1} << 40;
+  CHECK_THROWS_WITH(empty({big, big}), Contains("more elements than fit in 64 bits"));
+  CHECK(shape_numel(IntArrayRef{big, big, 0}) == 0);  // still an empty tensor
+  CHECK(empty({big, 0, big}).numel() == 0);
+  // Strides of an empty tensor with huge sizes saturate instead of overflowing (fuzz_idx).
+  CHECK(empty({0, big, big, big}).numel() == 0);
+}
+
 TEST_CASE("dtypes: conversions, promotion, item") {
   Tensor i = tensor(std::vector<std::int32_t>{1, 2, 3});
   CHECK((i + 0.5).dtype() == kFloat32);

@@ -199,3 +199,19 @@ TEST_CASE("a few hundred SGD steps on a Fashion-MNIST-sized problem make the los
   }
   CHECK(last < 0.25 * first);
 }
+
+TEST_CASE("optimizer state entries that name no parameter are refused (found by fuzz_checkpoint)") {
+  // "E.momentum_buffer" once escaped as std::invalid_argument from std::stoul, and
+  // "1x.exp_avg" passed as parameter 1.
+  Tensor w = randn({3}, TensorOptions().requires_grad(true));
+  optim::SGD sgd({w}, optim::SGDOptions(0.1).momentum(0.9));
+  CHECK_THROWS_WITH(sgd.load_state_dict({{"E.momentum_buffer", zeros({3})}}),
+                    Contains("SGD") && Contains("'E.momentum_buffer'"));
+  CHECK_THROWS_WITH(sgd.load_state_dict({{"1.momentum_buffer", zeros({3})}}),
+                    Contains("names parameter 1 of 1"));
+  optim::AdamW adamw({w}, optim::AdamWOptions(1e-3));
+  CHECK_THROWS_WITH(adamw.load_state_dict({{"0x.exp_avg", zeros({3})}}), Contains("'0x.exp_avg'"));
+  CHECK_THROWS_WITH(adamw.load_state_dict({{"0.step", full({}, NAN)}}), Contains("one integer"));
+  sgd.load_state_dict({{"0.momentum_buffer", ones({3})}});  // a good entry still loads
+  CHECK(sgd.state_dict().size() == 1);
+}
