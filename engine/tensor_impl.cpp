@@ -8,11 +8,15 @@ namespace frugal {
 
 namespace {
 bool strides_are_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  // An empty tensor is contiguous whatever its strides, as in libtorch; its sizes may be huge
+  // (an idx header of [0, 2^31, 2^31]), and the product below must not overflow for them.
+  for (auto s : sizes)
+    if (s == 0) return true;
   std::int64_t expected = 1;
   for (std::size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;  // any stride is fine for a size-1 dim
     if (strides[i] != expected) return false;
-    expected *= sizes[i];
+    if (__builtin_mul_overflow(expected, sizes[i], &expected)) return false;
   }
   return true;
 }

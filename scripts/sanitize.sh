@@ -26,9 +26,13 @@ if [ "${1:-}" = --fast ]; then
   fast=1
   shift
 fi
-dir=${FRUGAL_BUILD_DIR:-$root/build-$kind$([ $fast = 1 ] && echo -fast)}
+suffix=
 extra=()
-[ $fast = 1 ] && extra+=(-DFRUGAL_NATIVE=ON)
+if [ $fast = 1 ]; then
+  suffix=-fast
+  extra+=(-DFRUGAL_NATIVE=ON)
+fi
+dir=${FRUGAL_BUILD_DIR:-$root/build-$kind$suffix}
 
 bash "$root/scripts/install-deps.sh" --sanitize
 # -O1 keeps stack traces exact and the suite fast enough; -g gives them file:line.

@@ -151,14 +151,16 @@ bool cpu_isa_variants_built() {
 
 std::string describe_cpu_isa() {
   const std::string detected = cpu_isa_name(detected_cpu_isa());
+  const EnvChoice& env = env_choice();
+  // A FRUGAL_CPU_ISA that names no level is an error in every build, the native one included.
+  if (!env.error.empty() && set_level.load(std::memory_order_relaxed) < 0)
+    return "error: " + env.error;
   if (!cpu_isa_variants_built())
     return std::string("one copy of each kernel, compiled for the build machine (") +
            FRUGAL_CPU_BUILD_TARGET + "); this CPU: " + detected;
   if (set_level.load(std::memory_order_relaxed) >= 0)
     return std::string(cpu_isa_name(cpu_isa())) + " (set by set_cpu_isa; detected " + detected +
            ")";
-  const EnvChoice& env = env_choice();
-  if (!env.error.empty()) return "error: " + env.error;
   if (env.level)
     return std::string(cpu_isa_name(*env.level)) + " (forced by FRUGAL_CPU_ISA; detected " +
            detected + ")";

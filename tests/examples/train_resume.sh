@@ -3,10 +3,14 @@
 # to 6 ends with exactly the weights, buffers and optimizer state of a 6-step run; the
 # checkpoint reads back identically in Python (bench/check_checkpoint.py, json + numpy);
 # bad flags and damaged checkpoints are clear errors. Exits 77 (skipped) without the data.
-#   train_resume.sh FRUGAL_TRAIN SOURCE_DIR
+# With WRITE_IMAGES, the same over a PNG class-folder tree through the threaded loader (2
+# workers, random pad-crop augmentation), resumed in the middle of an epoch: the loader's
+# position and every sample's random crop must come back too.
+#   train_resume.sh FRUGAL_TRAIN SOURCE_DIR [WRITE_IMAGES]
 set -euo pipefail
 train=$1
 src=$2
+write_images=${3:-}
 source "$(dirname "$0")/require_data.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -22,6 +26,21 @@ if ! cmp -s "$tmp/straight.safetensors.digest.json" "$tmp/resumed.safetensors.di
   echo "FAIL: the resumed run's checkpoint differs from the uninterrupted run's" >&2
   diff "$tmp/straight.safetensors.digest.json" "$tmp/resumed.safetensors.digest.json" | head >&2
   exit 1
+fi
+if [ -n "$write_images" ]; then
+  data=/usr/share/datasets/fashion-mnist
+  "$write_images" --data "$data" --split train --count 600 --output "$tmp/png/train" > /dev/null
+  "$write_images" --data "$data" --split test --count 100 --output "$tmp/png/test" > /dev/null
+  folder=("$train" --model cnn --threads 1 --data "$tmp/png" --workers 2 --image-size 28
+          --augment pad-crop --batch-size 16 --max-steps 30 --seed 5)
+  "${folder[@]}" --save "$tmp/folder-straight.safetensors" > /dev/null 2>&1
+  "${folder[@]}" --max-steps 13 --save "$tmp/folder-resumed.safetensors" > /dev/null 2>&1
+  "${folder[@]}" --resume "$tmp/folder-resumed.safetensors" \
+    --save "$tmp/folder-resumed.safetensors" > /dev/null 2>&1
+  if ! cmp -s "$tmp/folder-straight.safetensors.digest.json" "$tmp/folder-resumed.safetensors.digest.json"; then
+    echo "FAIL: the class-folder run resumed at batch 13 of 38 (2 workers, pad-crop) differs" >&2
+    exit 1
+  fi
 fi
 grep -q '"steps": 6' "$tmp/metrics.json" || { echo "FAIL: metrics-json lacks steps 6" >&2; exit 1; }
 for key in model epochs steps test_accuracy train_images_per_sec peak_allocated_bytes \
@@ -54,4 +73,4 @@ expect_error "lr-schedule cosine" --resume "$tmp/straight.safetensors" --max-ste
 head -c 100 "$tmp/straight.safetensors" > "$tmp/truncated.safetensors"
 expect_error "truncated.safetensors" --resume "$tmp/truncated.safetensors" --max-steps 1
 expect_error "nowhere" --data /nowhere --max-steps 1
-echo "ok: resumed run identical to the uninterrupted one"
+echo "ok: resumed run identical to the uninterrupted one${write_images:+ (idx, and a PNG folder through 2 workers with augmentation)}"
