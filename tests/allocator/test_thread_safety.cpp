@@ -1,6 +1,8 @@
 // Many threads, each on its own stream, allocating and freeing at random on real host
 // memory: every block stays aligned, private (a pattern written at allocation survives
-// until free) and the books balance at the end.
+// until free) and the books balance at the end; with the memory history recording, while
+// another thread reads snapshots and stats. Run under ThreadSanitizer by
+// scripts/sanitize.sh tsan.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -14,10 +16,12 @@
 using namespace frugal::alloc;
 
 TEMPLATE_TEST_CASE_SIG("concurrent allocate/free from many threads", "",
-                       ((bool Expandable), Expandable), (false), (true)) {
+                       ((bool Expandable, bool History), Expandable, History), (false, false),
+                       (true, false), (true, true)) {
   AllocatorConfig config;
   config.expandable_segments = Expandable;
   CachingAllocator a(std::make_shared<HostBackend>(), config);
+  if (History) a.record_history(1 << 14);
   constexpr int kThreads = 8, kSteps = 4000;
   std::atomic<int> corrupted{0}, misaligned{0};
   auto worker = [&](int t) {
@@ -51,9 +55,29 @@ TEMPLATE_TEST_CASE_SIG("concurrent allocate/free from many threads", "",
     }
     for (const auto& [x, pattern] : live) a.free(x);
   };
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> snapshots{0}, inconsistent{0};
+  std::thread reader;
+  if (History)
+    reader = std::thread([&] {
+      // What memory_report and the leak watch read while training runs.
+      while (!done.load()) {
+        const CachingAllocator::Snapshot snap = a.memory_snapshot();
+        if (snap.allocated > snap.reserved) ++inconsistent;
+        (void)a.stats();
+        ++snapshots;
+      }
+    });
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
   for (auto& th : threads) th.join();
+  done = true;
+  if (reader.joinable()) reader.join();
+  CHECK(inconsistent == 0);
+  if (History) {
+    CHECK(snapshots > 0);
+    CHECK(a.memory_snapshot().events_recorded >= 2 * static_cast<std::uint64_t>(kThreads));
+  }
   CHECK(corrupted == 0);
   CHECK(misaligned == 0);
   const DeviceStats s = a.stats();
