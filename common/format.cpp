@@ -9,6 +9,12 @@
 
 namespace frugal {
 
+std::string format_double_exact(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
 std::string format_bytes(std::int64_t bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   const bool negative = bytes < 0;

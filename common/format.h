@@ -7,6 +7,10 @@
 
 namespace frugal {
 
+// A double as the shortest-safe text that reads back (strtod) to the same bits: "%.17g".
+// "nan" and "inf" stay as they are; JSON writers turn those into null themselves.
+std::string format_double_exact(double value);
+
 // "512 B", "1.50 KiB", "213.45 MiB", "2.00 GiB" — binary prefixes, two decimals.
 std::string format_bytes(std::int64_t bytes);
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/format.h"
 
 namespace frugal {
 
@@ -49,14 +50,12 @@ void JsonWriter::field(const std::string& key, std::int64_t value) {
   fields_.emplace_back(key, std::to_string(value));
 }
 
+std::string JsonWriter::number(double value) {
+  return std::isfinite(value) ? format_double_exact(value) : "null";
+}
+
 void JsonWriter::field(const std::string& key, double value) {
-  if (!std::isfinite(value)) {
-    fields_.emplace_back(key, "null");
-    return;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  fields_.emplace_back(key, buf);
+  fields_.emplace_back(key, number(value));
 }
 
 void JsonWriter::field(const std::string& key, bool value) {

@@ -23,6 +23,8 @@ class JsonWriter {
   void write_file(const std::string& path) const;
 
   static std::string quote(const std::string& text);
+  // A number as field() writes it: full precision, null when not finite (for raw arrays).
+  static std::string number(double value);
 
  private:
   std::vector<std::pair<std::string, std::string>> fields_;

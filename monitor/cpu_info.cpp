@@ -119,6 +119,7 @@ CpuInfo cpu_info() {
     info.kernels_level = isa::cpu_isa_name(isa::cpu_isa());
   } catch (const Error&) {
     info.kernels_level.clear();  // FRUGAL_CPU_ISA names a level this CPU cannot run
+    info.kernels_level_error = true;
   }
   return info;
 }

@@ -23,10 +23,11 @@ struct CpuInfo {
   VectorUnits build;      // what the library as a whole was compiled for (-march)
   // The hot kernels' own level (kernels/cpu/cpu_isa.h): in the default build they carry one
   // copy per level and pick one from cpuid, so they may use more than `build` says.
-  bool kernels_dispatch = false;    // per-level copies built (runtime dispatch)
-  std::string kernels_level;        // the level they run at: "avx512_bf16"; "" on error
-  std::string kernels_best;         // the best level this build offers on this CPU
-  std::string kernels_description;  // describe_cpu_isa(): how the level was chosen, or the error
+  bool kernels_dispatch = false;     // per-level copies built (runtime dispatch)
+  std::string kernels_level;         // the level they run at: "avx512_bf16"; "" on error
+  bool kernels_level_error = false;  // FRUGAL_CPU_ISA names a level that cannot run here
+  std::string kernels_best;          // the best level this build offers on this CPU
+  std::string kernels_description;   // describe_cpu_isa(): how the level was chosen, or the error
 };
 
 CpuInfo cpu_info();

@@ -206,11 +206,7 @@ std::vector<Advice> advise(const MachineReport& r, const AdviceThresholds& t) {
   if (!cpu.avx2)
     add(L::kWarning, "cpu",
         "no AVX2: frugal's kernels fall back to scalar loops, training is several times slower");
-  // An impossible FRUGAL_CPU_ISA: no level runs (a native build says so in its description).
-  const bool no_level =
-      r.cpu.kernels_level.empty() &&
-      (r.cpu.kernels_dispatch || r.cpu.kernels_description.rfind("error:", 0) == 0);
-  if (no_level) {
+  if (r.cpu.kernels_level_error) {  // an impossible FRUGAL_CPU_ISA, in any build
     add(L::kError, "cpu", r.cpu.kernels_description + " (every kernel call will fail)");
   } else if (r.cpu.kernels_dispatch) {
     if (r.cpu.kernels_level != r.cpu.kernels_best)

@@ -1,11 +1,11 @@
 // Checkpoint layout and its round trip through data/safetensors.
 #include "examples/train/checkpoint.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 
 #include "common/error.h"
+#include "common/format.h"
 #include "common/json_writer.h"
 #include "data/file_io.h"
 #include "data/safetensors.h"
@@ -22,13 +22,6 @@ const std::string& meta_value(const std::map<std::string, std::string>& meta,
   auto it = meta.find(key);
   FRUGAL_CHECK(it != meta.end(), path + ": checkpoint metadata lacks '" + key + "'");
   return it->second;
-}
-
-// A double as text that reads back to the same bits.
-std::string exact_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
@@ -84,7 +77,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
       {"rng_seed", std::to_string(s.rng_seed)},
       {"rng_offset", std::to_string(s.rng_offset)},
       {"lr", std::to_string(optimizer.lr())},
-      {"epoch_loss_sum", exact_text(s.epoch_loss_sum)},
+      {"epoch_loss_sum", format_double_exact(s.epoch_loss_sum)},
       {"epoch_seen", std::to_string(s.epoch_seen)},
       {"epoch_correct", std::to_string(s.epoch_correct)},
   };

@@ -138,7 +138,8 @@ class LoaderSource : public DataSource {
   }
   std::vector<std::string> skipped_files() const override {
     std::set<std::string> all = skipped_;
-    for (const data::DataLoader* loader : {&train_, static_cast<const data::DataLoader*>(test_.get())})
+    for (const data::DataLoader* loader :
+         {&train_, static_cast<const data::DataLoader*>(test_.get())})
       if (loader)
         for (std::int64_t i : loader->skipped_indices()) all.insert(loader->dataset().source(i));
     return {all.begin(), all.end()};
@@ -173,8 +174,8 @@ void check_options(const DataSourceOptions& o) {
 int probe_tree(const data::ImageFolder& tree, const DataSourceOptions& options) {
   const data::ImageFolder::Probe p = tree.probe();
   if (options.image_size == 0 && !p.size_mismatch.empty())
-    throw ConfigError("--data " + options.path + ": the images differ in size (" +
-                      p.size_mismatch + "); give --image-size N to resize and crop them to N x N");
+    throw ConfigError("--data " + options.path + ": the images differ in size (" + p.size_mismatch +
+                      "); give --image-size N to resize and crop them to N x N");
   return options.channels ? options.channels : p.channels;
 }
 
@@ -267,8 +268,8 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
   // An ImageFolder tree listed once, its channels probed unless given.
   const auto list_tree = [&](const fs::path& root, int channels) {
     auto folder = std::make_shared<data::ImageFolder>(
-        root.string(),
-        data::ImageFolderOptions{.channels = channels ? channels : 3, .skip_bad = options.skip_bad});
+        root.string(), data::ImageFolderOptions{.channels = channels ? channels : 3,
+                                                .skip_bad = options.skip_bad});
     record_scan(*folder);
     return folder;
   };
@@ -352,9 +353,10 @@ std::unique_ptr<DataSource> DataSource::open(const DataSourceOptions& options) {
     info.channels = probe_tree(*tree, options);
     const data::StratifiedSplit split =
         data::stratified_split(tree->labels(), options.val_fraction, options.seed);
-    FRUGAL_CHECK(!split.held_out.empty(),
-                 "--data " + options.path + ": no class has two images, so none can be held "
-                 "out for evaluation (" + std::to_string(tree->size()) + " images)");
+    FRUGAL_CHECK(!split.held_out.empty(), "--data " + options.path +
+                                              ": no class has two images, so none can be held "
+                                              "out for evaluation (" +
+                                              std::to_string(tree->size()) + " images)");
     views = folder_views(tree, tree, &split.train, &split.held_out);
   }
   auto source = std::make_unique<LoaderSource>(views.train, views.eval, options, scan_skipped);

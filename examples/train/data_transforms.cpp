@@ -13,8 +13,7 @@ namespace frugal::train {
 std::string resolve_augment(const std::string& augment, int image_size) {
   if (augment == "auto")
     return image_size == 0 ? "none" : image_size >= 64 ? "resized-crop" : "pad-crop";
-  if (augment != "none" && augment != "flip" && augment != "pad-crop" &&
-      augment != "resized-crop")
+  if (augment != "none" && augment != "flip" && augment != "pad-crop" && augment != "resized-crop")
     throw ConfigError("--augment must be auto, none, flip, pad-crop or resized-crop, got '" +
                       augment + "'");
   if ((augment == "pad-crop" || augment == "resized-crop") && image_size == 0)
@@ -39,8 +38,7 @@ Steps train_steps(int image_size, const std::string& augment) {
   } else {
     steps = eval_steps(image_size);
     if (augment == "pad-crop")
-      steps.push_back(
-          std::make_shared<data::RandomCrop>(image_size, std::max(1, image_size / 8)));
+      steps.push_back(std::make_shared<data::RandomCrop>(image_size, std::max(1, image_size / 8)));
   }
   if (augment != "none") steps.push_back(std::make_shared<data::RandomHorizontalFlip>());
   return steps;
@@ -85,7 +83,8 @@ Normalization parse_normalize(const std::string& text, std::int64_t channels) {
 // `d`, whose samples are CHW float32 in [0, 1] (the evaluation view before Normalize).
 // Damage met here stops the run, or is passed over under skip_bad (the loader names and
 // counts it when it meets the same file).
-Normalization measure_normalization(const data::Dataset& d, bool skip_bad, std::int64_t max_samples) {
+Normalization measure_normalization(const data::Dataset& d, bool skip_bad,
+                                    std::int64_t max_samples) {
   const data::SampleSpec spec = d.spec();
   const std::int64_t channels = spec.data_sizes[0];
   std::int64_t pixels = 1;
@@ -140,8 +139,8 @@ Normalization measure_idx(const data::MnistDataset& train) {
     squares += static_cast<std::uint64_t>(p[i]) * p[i];
   }
   const double mean = static_cast<double>(sum) / static_cast<double>(n) / 255.0;
-  const double var = static_cast<double>(squares) / static_cast<double>(n) / (255.0 * 255.0) -
-                     mean * mean;
+  const double var =
+      static_cast<double>(squares) / static_cast<double>(n) / (255.0 * 255.0) - mean * mean;
   return {{static_cast<float>(mean)},
           {static_cast<float>(std::sqrt(std::max(var, 1e-6)))},
           "computed from every training pixel"};

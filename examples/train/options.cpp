@@ -18,6 +18,21 @@ void check(bool ok, const std::string& message) {
   if (!ok) throw ConfigError(message);
 }
 
+// --NAME, when given or defaulted, as a whole number in [lo, hi] (an option without a
+// default that was not given is not checked).
+void within(const CommandLine& cli, const std::string& name, long long lo, long long hi) {
+  if (!cli.has(name) && cli.get(name).empty()) return;
+  const long long v = cli.get_int(name);
+  check(v >= lo && v <= hi, "--" + name + " must be between " + std::to_string(lo) + " and " +
+                                std::to_string(hi) + ", got " + cli.get(name));
+}
+
+void at_least(const CommandLine& cli, const std::string& name, long long lo) {
+  if (!cli.has(name) && cli.get(name).empty()) return;
+  check(cli.get_int(name) >= lo,
+        "--" + name + " must be at least " + std::to_string(lo) + ", got " + cli.get(name));
+}
+
 // --NAME as a byte count ("96M", "1.5GiB"); a ConfigError naming the option otherwise.
 std::int64_t bytes_option(const CommandLine& cli, const std::string& name) {
   try {
@@ -106,29 +121,23 @@ CommandLine make_train_command_line() {
 
 void check_train_options(const CommandLine& cli) {
   const long long batch_size = cli.get_int("batch-size");
-  check(cli.get_int("epochs") >= 1 && batch_size >= 1,
-        "--epochs and --batch-size must be at least 1");
-  check(!cli.has("max-steps") || cli.get_int("max-steps") >= 1, "--max-steps must be at least 1");
-  check(!cli.has("save-every") || cli.get_int("save-every") >= 1,
-        "--save-every must be at least 1, got " + cli.get("save-every"));
+  at_least(cli, "epochs", 1);
+  at_least(cli, "batch-size", 1);
+  at_least(cli, "max-steps", 1);
+  at_least(cli, "save-every", 1);
   check(!cli.has("save-every") || cli.has("save"),
         "--save-every needs --save PATH (where to write the checkpoint)");
-  check(!cli.has("image-size") || cli.get_int("image-size") >= 1,
-        "--image-size must be at least 1, got " + cli.get("image-size"));
+  at_least(cli, "image-size", 1);
   parse_amp(cli.get("amp"));
   const long long accum = cli.get_int("accum");
   check(accum >= 1 && accum <= batch_size, "--accum must be between 1 and --batch-size (" +
                                                std::to_string(batch_size) + "), got " +
                                                std::to_string(accum));
   // More threads than this is a typing mistake, not a machine: OpenMP would try to start them.
-  check(!cli.has("threads") || (cli.get_int("threads") >= 1 && cli.get_int("threads") <= 4096),
-        "--threads must be between 1 and 4096, got " + cli.get("threads"));
-  check(cli.get_int("workers") >= 0 && cli.get_int("workers") <= 1024,
-        "--workers must be between 0 and 1024, got " + cli.get("workers"));
-  check(cli.get_int("prefetch") >= 1 && cli.get_int("prefetch") <= 1024,
-        "--prefetch must be between 1 and 1024, got " + cli.get("prefetch"));
-  check(cli.get_int("checkpoint-segments") >= 1,
-        "--checkpoint-segments must be at least 1, got " + cli.get("checkpoint-segments"));
+  within(cli, "threads", 1, 4096);
+  within(cli, "workers", 0, 1024);
+  within(cli, "prefetch", 1, 1024);
+  at_least(cli, "checkpoint-segments", 1);
   const double val_fraction = cli.get_double("val-fraction");
   check(val_fraction >= 0 && val_fraction < 1,
         "--val-fraction must be at least 0 and below 1, got " + cli.get("val-fraction"));

@@ -92,13 +92,6 @@ std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
   throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
 }
 
-// A double as JSON text that reads back to the same value.
-std::string exact_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string float_list(const std::vector<float>& values) {
   std::string s;
   for (float v : values) {
@@ -461,7 +454,7 @@ int run(int argc, char** argv) {
     std::string losses;
     for (double l : step_losses) {
       if (!losses.empty()) losses += ',';
-      losses += exact_number(l);
+      losses += JsonWriter::number(l);
     }
     j.raw("step_losses", "[" + losses + "]");
     j.field("skipped_steps", skipped_steps);

@@ -14,7 +14,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   frugal::fuzz::limit_allocator();
   static frugal::fuzz::CheckpointSubject subject;
-  frugal::fuzz::InputFile file(data, size);
+  frugal::fuzz::MemoryFile file(data, size);
   try {
     frugal::train::load_checkpoint(file.path(), *subject.model, *subject.optimizer, *subject.scaler,
                                    subject.expect);

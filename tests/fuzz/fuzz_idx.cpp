@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool compress = (data[0] & 1) != 0;
   const std::vector<std::uint8_t> bytes =
       compress ? gzip(data + 1, size - 1) : std::vector<std::uint8_t>(data + 1, data + size);
-  frugal::fuzz::InputFile file(bytes.data(), bytes.size());
+  frugal::fuzz::MemoryFile file(bytes.data(), bytes.size());
   try {
     const frugal::Tensor t = frugal::data::read_idx(file.path());
     const auto* p = static_cast<const std::uint8_t*>(t.data_ptr());

@@ -28,9 +28,9 @@ inline void limit_allocator() {
 }
 
 // The bytes as an in-memory file (memfd), named by its /proc path: no disk, no cleanup.
-class InputFile {
+class MemoryFile {
  public:
-  InputFile(const std::uint8_t* data, std::size_t size) {
+  MemoryFile(const std::uint8_t* data, std::size_t size) {
     fd_ = memfd_create("fuzz-input", 0);
     if (fd_ < 0) return;
     std::size_t done = 0;
@@ -41,11 +41,11 @@ class InputFile {
     }
     path_ = "/proc/self/fd/" + std::to_string(fd_);
   }
-  ~InputFile() {
+  ~MemoryFile() {
     if (fd_ >= 0) ::close(fd_);
   }
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
+  MemoryFile(const MemoryFile&) = delete;
+  MemoryFile& operator=(const MemoryFile&) = delete;
   const std::string& path() const { return path_; }
 
  private:

@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   frugal::fuzz::limit_allocator();
-  frugal::fuzz::InputFile file(data, size);
+  frugal::fuzz::MemoryFile file(data, size);
   try {
     const frugal::data::SafetensorsFile st = frugal::data::load_safetensors(file.path());
     unsigned sum = 0;

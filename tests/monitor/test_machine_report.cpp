@@ -122,8 +122,10 @@ TEST_CASE("Each advice rule fires on the machine it is about", "[monitor][doctor
   r.cpu.kernels_description = "avx2 (forced by FRUGAL_CPU_ISA; detected avx512)";
   CHECK(has_advice(advise(r), L::kNote, "cpu", "below the avx512 this CPU supports"));
   r.cpu.kernels_level.clear();
+  r.cpu.kernels_level_error = true;
   r.cpu.kernels_description = "error: FRUGAL_CPU_ISA=avx3 is not a level";
   CHECK(has_advice(advise(r), L::kError, "cpu", "FRUGAL_CPU_ISA=avx3 is not a level"));
+  r.cpu.kernels_level_error = false;
   r.cpu.kernels_dispatch = false;
   r.cpu.cpu = r.cpu.build = parse_cpu_flags("sse2");
   CHECK(has_advice(advise(r), L::kWarning, "cpu", "no AVX2"));
