@@ -24,6 +24,7 @@
 #include "data/loader.h"
 #include "data/mnist.h"
 #include "examples/train/checkpoint.h"
+#include "examples/train/data_report.h"
 #include "examples/train/data_source.h"
 #include "examples/train/monitoring.h"
 #include "examples/train/options.h"
@@ -90,61 +91,6 @@ std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
   if (name == "constant") return nullptr;
   if (name == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, total_steps);
   throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
-}
-
-std::string float_list(const std::vector<float>& values) {
-  std::string s;
-  for (float v : values) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
-    if (!s.empty()) s += ',';
-    s += buf;
-  }
-  return "[" + s + "]";
-}
-
-std::string split_json(const train::DataInfo& info, const train::DataSource& source) {
-  JsonWriter j;
-  j.field("kind", info.split);
-  if (info.split == "held_out") j.field("val_fraction", info.val_fraction);
-  j.field("train", source.train_size());
-  j.field("eval", source.test_size());
-  return j.str();
-}
-
-// What the data became: the split, the image geometry, the transforms and normalisation.
-void print_data_info(const train::DataInfo& info, const train::DataSource& source,
-                     std::uint64_t seed) {
-  const auto train = static_cast<long long>(source.train_size()),
-             eval = static_cast<long long>(source.test_size());
-  if (info.split == "held_out")
-    std::printf(
-        "split: %lld train / %lld held out for evaluation (%.3g of every class, stratified, "
-        "seed %llu)\n",
-        train, eval, info.val_fraction, static_cast<unsigned long long>(seed));
-  else
-    std::printf("split: %lld train / %lld test (%s)\n", train, eval,
-                info.split == "folders" ? "train/ and test/ folders" : info.split.c_str());
-  std::printf("images: %lld channel%s, %lldx%lld, %zu classes\n",
-              static_cast<long long>(info.channels), info.channels == 1 ? "" : "s",
-              static_cast<long long>(info.height), static_cast<long long>(info.width),
-              info.classes.size());
-  std::printf("transforms: train %s\n            eval  %s\n", info.train_transform.c_str(),
-              info.eval_transform.c_str());
-  if (info.mean.empty()) {
-    std::printf("normalize: none (%s)\n", info.normalize_from.c_str());
-  } else {
-    std::string mean, std;
-    for (std::size_t i = 0; i < info.mean.size(); ++i) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", static_cast<double>(info.mean[i]));
-      mean += buf;
-      std::snprintf(buf, sizeof buf, "%s%.4f", i ? ", " : "", static_cast<double>(info.std[i]));
-      std += buf;
-    }
-    std::printf("normalize: mean [%s] std [%s] (%s)\n", mean.c_str(), std.c_str(),
-                info.normalize_from.c_str());
-  }
 }
 
 struct EpochResult {
@@ -280,7 +226,7 @@ int run(int argc, char** argv) {
   std::printf("data: %s (%s), %lld loader workers%s\n", cli.get("data").c_str(),
               data_info.kind.c_str(), cli.get_int("workers"),
               cli.has("pin-memory") ? ", pinned batches" : "");
-  print_data_info(data_info, *source, seed);
+  train::print_data_info(data_info, *source, seed);
   // TensorBoard scalars per step (--tensorboard), host memory and the leak watch per epoch.
   const auto training_monitor = train::make_training_monitor(cli, device, allocator, state.epoch);
   std::vector<EpochResult> results;
@@ -462,14 +408,14 @@ int run(int argc, char** argv) {
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
     j.field("cpu_isa", cpu_isa);
     j.field("data", data_info.kind);
-    j.raw("data_split", split_json(data_info, *source));
+    j.raw("data_split", train::split_json(data_info, *source));
     j.field("channels", data_info.channels);
     j.field("image_height", data_info.height);
     j.field("image_width", data_info.width);
     j.field("classes", static_cast<std::int64_t>(data_info.classes.size()));
     j.field("augment", data_info.augment);
-    j.raw("normalize_mean", float_list(data_info.mean));
-    j.raw("normalize_std", float_list(data_info.std));
+    j.raw("normalize_mean", train::float_list(data_info.mean));
+    j.raw("normalize_std", train::float_list(data_info.std));
     j.field("workers", static_cast<std::int64_t>(cli.get_int("workers")));
     j.field("skipped_files", static_cast<std::int64_t>(skipped_files.size()));
     std::string names;
