@@ -226,8 +226,29 @@ void pack_pair_weights(const Conv2dParams& p, const Geometry& g, const T* weight
   }
 }
 
+// Whether forward and input gradient run the kernel straight on the tensors' unpadded planes
+// (flat_correlate_same): float tensors (read and written in place), and an output the size of
+// the input, so that positions of output and input planes line up.
+template <class T>
+bool use_same_kernel(const Conv2dParams& p, const Geometry& g) {
+  return std::is_same_v<T, float> && g.OH == p.H && g.OW == p.W && flat_correlate_available();
+}
+
+// Tap t's shift from an output position to the input position it reads (forward), or from an
+// input-gradient position to the output-gradient position (backward: the negated shift).
+std::vector<TapShift> tap_shifts(const Conv2dParams& p, bool backward) {
+  std::vector<TapShift> shifts;
+  for (std::int64_t kh = 0; kh < p.kH; ++kh)
+    for (std::int64_t kw = 0; kw < p.kW; ++kw) {
+      const TapShift s{kh * p.dilation_h - p.pad_h, kw * p.dilation_w - p.pad_w};
+      shifts.push_back(backward ? TapShift{-s.dy, -s.dx} : s);
+    }
+  return shifts;
+}
+
 struct Plan {
   Layout layout;
+  bool same = false;  // forward and input gradient: use_same_kernel
   bool flat = false;
   // The flat kernel on bfloat16 channel pairs: the padded input (forward) and the margined
   // output gradient (backward) hold pair words in their float-sized slots, which fit them.
@@ -240,7 +261,8 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
   using A = compute_t<T>;
   const Geometry g(p, sizeof(A));
   Plan plan;
-  plan.flat = weight_grad ? use_flat_weight_kernel<T>(g) : use_flat_kernel<T>(g);
+  plan.flat = weight_grad ? use_flat_weight_kernel<T>(g)
+                          : use_flat_kernel<T>(g) || use_same_kernel<T>(p, g);
   plan.pairs =
       !weight_grad && plan.flat && std::is_same_v<T, BFloat16> && flat_correlate_bf16_available();
   const std::int64_t tap_elems = plan.flat
@@ -248,10 +270,13 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
                                                       flat_weights_per_group(g.Cg, g.Og, g.taps))
                                      : p.O * g.Cg * g.taps;
   if (!weight_grad) plan.taps = plan.layout.add_shared<A>(tap_elems);
+  plan.same = !weight_grad && use_same_kernel<T>(p, g);
+  if (plan.same) return plan;  // no per-slot buffers: the kernel reads and writes the tensors
   if (weight_grad && plan.flat) {
     const std::int64_t chunk = flat_weight_samples(p, g);
     plan.padded = plan.layout.add_slot<A>(chunk * position_major_sample(g));
-    plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.Wp);
+    // Float output gradients are read in place; others are widened to float first.
+    if (!std::is_same_v<T, float>) plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.OW);
   } else {
     plan.padded = plan.layout.add_slot<A>(g.padded_elems());
     plan.wide =
@@ -297,6 +322,22 @@ void shifted_forward(const Conv2dParams& p, const T* input, const T* weight, con
     }
   } else {
     split_taps(p, g, weight, taps);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (plan.same) {
+      const SameTaps same = same_taps(p.H, p.W, tap_shifts(p, false));
+      const std::int64_t HW = p.H * p.W;
+      for_slots(p.N, ws.slots(), [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n)
+          for (std::int64_t gi = 0; gi < g.G; ++gi)
+            flat_correlate_same(g.Og, g.Cg, same,
+                                taps + gi * flat_weights_per_group(g.Og, g.Cg, g.taps),
+                                bias ? bias + gi * g.Og : nullptr,
+                                input + (n * p.C + gi * g.Cg) * HW, HW,
+                                output + (n * p.O + gi * g.Og) * HW, HW);
+      });
+      return;
+    }
   }
   for_slots(p.N, ws.slots(), [&](std::int64_t s, std::int64_t n0, std::int64_t n1) {
     A* padded = ws.slot<A>(s, plan.padded);
@@ -369,6 +410,22 @@ void shifted_backward_input(const Conv2dParams& p, const T* grad_output, const T
     }
   } else {
     split_taps(p, g, weight, taps);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (plan.same) {
+      // The gradient at input position r gathers tap t's output gradient at r - shift(t).
+      const SameTaps same = same_taps(p.H, p.W, tap_shifts(p, true));
+      const std::int64_t HW = p.H * p.W;
+      for_slots(p.N, ws.slots(), [&](std::int64_t, std::int64_t n0, std::int64_t n1) {
+        for (std::int64_t n = n0; n < n1; ++n)
+          for (std::int64_t gi = 0; gi < g.G; ++gi)
+            flat_correlate_same(g.Cg, g.Og, same,
+                                taps + gi * flat_weights_per_group(g.Cg, g.Og, g.taps), nullptr,
+                                grad_output + (n * p.O + gi * g.Og) * HW, HW,
+                                grad_input + (n * p.C + gi * g.Cg) * HW, HW);
+      });
+      return;
+    }
   }
   for_slots(p.N, ws.slots(), [&](std::int64_t s, std::int64_t n0, std::int64_t n1) {
     A* padded = ws.slot<A>(s, plan.padded);  // the gradient of the padded input
@@ -444,28 +501,37 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
     std::fill(bacc, bacc + p.O, 0.0);
     if constexpr (std::is_same_v<A, float>) {
       if (plan.flat) {
-        // Chunks of samples: all their padded planes and padded-width gradients, then the
-        // kernel per group, summing into acc laid out as grad_weight ([O][Cg][kH][kW]).
+        // Chunks of samples: all their position-major padded inputs (and, for 16-bit data,
+        // their output gradients widened to float), then the kernel per group over the
+        // output rows, summing into acc laid out as grad_weight ([O][Cg][kH][kW]).
         std::vector<std::int64_t> offsets(9);
         for (std::int64_t t = 0; t < 9; ++t) offsets[t] = g.tap_offset(p, t, 0);
-        const std::int64_t in_sample = position_major_sample(g), out_sample = p.O * g.OH * g.Wp,
-                           P = g.OH * g.Wp;
+        const std::int64_t P = g.OH * g.OW, in_sample = position_major_sample(g),
+                           out_sample = p.O * P;
         const std::int64_t Cp = position_major_channels(g), in_group = (g.plane + g.slack) * Cp;
+        const PositionRows rows{.count = g.OH, .length = g.OW, .gout_pitch = g.OW, .in_pitch = g.Wp};
         const std::int64_t chunk = flat_weight_samples(p, g);
         for (std::int64_t c0 = n0; c0 < n1; c0 += chunk) {
           const std::int64_t count = std::min(chunk, n1 - c0);
+          const float* gout = nullptr;
+          if constexpr (std::is_same_v<T, float>) {
+            gout = grad_output + c0 * out_sample;
+          } else {
+            for (std::int64_t k = 0; k < count; ++k)
+              to_float(grad_output + (c0 + k) * out_sample, wide + k * out_sample, out_sample);
+            gout = wide;
+          }
           for (std::int64_t k = 0; k < count; ++k) {
-            const std::int64_t n = c0 + k;
-            pad_sample_position_major(p, g, input + n * p.C * p.H * p.W, padded + k * in_sample);
-            widen_rows(g, grad_output + n * p.O * g.OH * g.OW, 0, g.OH, wide + k * out_sample, p.O);
+            pad_sample_position_major(p, g, input + (c0 + k) * p.C * p.H * p.W,
+                                      padded + k * in_sample);
             if (grad_bias)
               for (std::int64_t o = 0; o < p.O; ++o)
-                bacc[o] += run_sum(wide + k * out_sample + o * P, P);
+                bacc[o] += run_sum(gout + k * out_sample + o * P, P);
           }
           for (std::int64_t gi = 0; gi < g.G; ++gi)
-            flat_correlate_weight_grad(g.Og, g.Cg, offsets.data(), wide + gi * g.Og * P, P,
-                                       out_sample, padded + gi * in_group, Cp, in_sample, count, P,
-                                       acc + gi * g.Og * g.Cg * 9);
+            flat_correlate_weight_grad(g.Og, g.Cg, offsets.data(), gout + gi * g.Og * P, P,
+                                       out_sample, padded + gi * in_group, Cp, in_sample, count,
+                                       rows, acc + gi * g.Og * g.Cg * 9);
         }
         return;
       }

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
 #include "tests/kernels/conv_reference.h"
 
@@ -145,6 +146,13 @@ const Case kCases[] = {
      ConvPath::kShifted},
     {"shifted taps: 2x4 kernel, dilation 1x2, pad 0x3, 256 channels wide rows",
      make(1, 256, 5, 40, 2, 2, 4, 1, 1, 0, 3, 1, 2), ConvPath::kShifted},
+    // Same-size outputs: float on AVX-512 runs them on the unpadded planes with lane masks.
+    {"shifted taps: same size, groups 2, 5x5 pad 2", make(2, 16, 6, 7, 10, 5, 5, 1, 1, 2, 2, 1, 1, 2),
+     ConvPath::kShifted},
+    {"shifted taps: same size, dilation 2 pad 2, plane smaller than a block",
+     make(2, 8, 3, 4, 14, 3, 3, 1, 1, 2, 2, 2, 2), ConvPath::kShifted},
+    {"shifted taps: same size, one row", make(2, 8, 1, 37, 5, 3, 3, 1, 1, 1, 1),
+     ConvPath::kShifted},
     {"kernel 5x5 stride 3 pad 2", make(1, 2, 13, 10, 3, 5, 5, 3, 3, 2, 2), ConvPath::kIm2col},
     {"1x1", make(3, 6, 5, 7, 4, 1, 1), ConvPath::kPointwise},
     {"1x1 groups 3", make(2, 6, 4, 5, 9, 1, 1, 1, 1, 0, 0, 1, 1, 3), ConvPath::kPointwise},
@@ -257,17 +265,19 @@ TEST_CASE("conv2d grad weight repeats bit for bit at a fixed thread count", "[co
 
 TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws", "[conv]") {
   set_num_threads(2);
-  const Conv2dParams p = make(4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1);  // enough work for 4 slots
+  // Enough work for 4 slots; unpadded, so that the shifted path pads into per-slot buffers.
+  const Conv2dParams p = make(4, 16, 8, 8, 16, 3, 3);
+  const std::int64_t out_elems = p.N * p.O * p.out_h() * p.out_w();
   const auto x = random_values<float>(p.N * p.C * p.H * p.W, 1);
   const auto w = random_values<float>(p.O * p.C * 9, 2);
   const Refs ref = naive_conv2d(p, as_double(x), as_double(w), {},
-                                std::vector<double>(static_cast<std::size_t>(p.N * p.O * 64)));
+                                std::vector<double>(static_cast<std::size_t>(out_elems)));
   const std::size_t one = conv2d_forward_workspace_bytes<float>(p, 1);
   REQUIRE(one > 0);
   REQUIRE(conv2d_forward_workspace_bytes<float>(p, 2) > one);
   REQUIRE(conv2d_forward_workspace_bytes<float>(p, 64) ==
           conv2d_forward_workspace_bytes<float>(p, static_cast<int>(p.N)));
-  std::vector<float> out(static_cast<std::size_t>(p.N * p.O * 64));
+  std::vector<float> out(static_cast<std::size_t>(out_elems));
   Scratch ws(one);
   conv2d_forward<float>(p, x.data(), w.data(), nullptr, out.data(), ws.data(), ws.size);
   require_close(out, ref.out, 1e-5, "output");
@@ -279,6 +289,16 @@ TEST_CASE("conv2d workspace: fewer threads' worth still works, too little throws
   const Conv2dParams tiny = make(4, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1);
   REQUIRE(conv2d_forward_workspace_bytes<float>(tiny, 2) ==
           conv2d_forward_workspace_bytes<float>(tiny, 1));
+  // A same-size float convolution on AVX-512 reads and writes the tensors in place: only its
+  // packed weights, whatever the thread count.
+  if (cpu_isa() >= CpuIsa::avx512) {
+    const Conv2dParams same = make(4, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1);
+    REQUIRE(conv2d_forward_workspace_bytes<float>(same, 2) ==
+            conv2d_forward_workspace_bytes<float>(same, 1));
+    REQUIRE(conv2d_backward_input_workspace_bytes<float>(same, 2) ==
+            conv2d_backward_input_workspace_bytes<float>(same, 1));
+    REQUIRE(conv2d_forward_workspace_bytes<float>(same, 1) <= 64 + 12 * 2 * 16 * 9 * 4);
+  }
   // The pointwise path needs for forward and grad input at most its packed weights (float on
   // AVX-512), the same for any number of threads; double needs nothing.
   const Conv2dParams pw = make(2, 3, 4, 4, 5, 1, 1);
