@@ -19,6 +19,7 @@
 #include "kernels/cpu/flat_correlate.h"
 #include "kernels/cpu/flat_correlate_bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/position_major.h"
 
 namespace frugal::kernels::cpu::FRUGAL_CPU_ISA::conv_detail {
 
@@ -175,14 +176,9 @@ template <class T>
 void pad_sample_position_major(const Conv2dParams& p, const Geometry& g, const T* in, float* out) {
   const std::int64_t Cp = position_major_channels(g), group = (g.plane + g.slack) * Cp;
   std::fill(out, out + position_major_sample(g), 0.0f);
-  // Row by row, so that the positions one row writes (all channels) stay in the L1 cache.
   for (std::int64_t gi = 0; gi < g.G; ++gi)
-    for (std::int64_t h = 0; h < p.H; ++h)
-      for (std::int64_t c = 0; c < g.Cg; ++c) {
-        const T* src = in + ((gi * g.Cg + c) * p.H + h) * p.W;
-        float* dst = out + gi * group + ((h + p.pad_h) * g.Wp + p.pad_w) * Cp + c;
-        for (std::int64_t w = 0; w < p.W; ++w) dst[w * Cp] = static_cast<float>(src[w]);
-      }
+    to_position_major(in + gi * g.Cg * p.H * p.W, g.Cg, p.H, p.W,
+                      out + gi * group + (p.pad_h * g.Wp + p.pad_w) * Cp, g.Wp, Cp);
 }
 
 template <class T>

@@ -163,7 +163,10 @@ void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::i
         for (int r = 0; r < Rows; ++r) gv[r] = _mm512_set1_ps(gr[r * gout_stride + q]);
 #pragma GCC unroll 9
         for (int t = 0; t < kTaps; ++t) {
-          const __m512 xv = _mm512_load_ps(xr + shift[t]);
+          __m512 xv = _mm512_load_ps(xr + shift[t]);
+          // Keep the load in a register: left to itself GCC folds it into each of the Rows
+          // multiply-adds, one load per multiply-add, and the loop then waits on loads.
+          asm("" : "+v"(xv));
 #pragma GCC unroll 4
           for (int r = 0; r < Rows; ++r) acc[r][t] = _mm512_fmadd_ps(gv[r], xv, acc[r][t]);
         }

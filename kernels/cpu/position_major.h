@@ -1,0 +1,87 @@
+// Channel planes rewritten position-major, the layout of the shifted path's weight-gradient
+// kernel (flat_correlate_weight_grad): 16 channels of one position are one aligned vector.
+// On AVX-512 the rewrite moves 16 x 16 blocks through registers with a transpose; the
+// element-by-element loop it replaces, one strided store per element, took 15% of the
+// weight gradient's time on the cnn.
+#pragma once
+
+#include "kernels/cpu/isa_variant.h"
+
+#include <cstdint>
+
+#include "kernels/cpu/convert.h"
+
+namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
+
+#if FRUGAL_CONVERT_AVX512
+namespace position_major_detail {
+
+inline __m512 load16(const float* src, __mmask16 m) { return _mm512_maskz_loadu_ps(m, src); }
+template <class T>
+__m512 load16(const T* src, __mmask16 m) {
+  return convert_detail::widen16(src, m);
+}
+
+// r[i][j] becomes r[j][i]: element pairs, then quadruples within each 128-bit lane, then the
+// lanes themselves.
+inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int k = 0; k < 4; ++k) {
+      t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0x88);
+      t[i + k + 4] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0xDD);
+    }
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
+  }
+}
+
+}  // namespace position_major_detail
+#endif
+
+// out[(h * row_pitch + w) * channel_stride + c] = in[(c * H + h) * W + w] for the C x H x W
+// input; channel_stride is a multiple of 16 at least C, and the channels from C up to the
+// next multiple of 16 are written as zeros. Nothing else in out is touched.
+template <class T>
+void to_position_major(const T* in, std::int64_t C, std::int64_t H, std::int64_t W, float* out,
+                       std::int64_t row_pitch, std::int64_t channel_stride) {
+#if FRUGAL_CONVERT_AVX512
+  using position_major_detail::load16;
+  for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t c0 = 0; c0 < C; c0 += 16)
+      for (std::int64_t w0 = 0; w0 < W; w0 += 16) {
+        const __mmask16 m = convert_detail::tail_mask(W - w0);
+        __m512 r[16];
+        for (std::int64_t i = 0; i < 16; ++i)
+          r[i] = c0 + i < C ? load16(in + ((c0 + i) * H + h) * W + w0, m) : _mm512_setzero_ps();
+        position_major_detail::transpose16x16(r);
+        float* dst = out + (h * row_pitch + w0) * channel_stride + c0;
+        for (std::int64_t j = 0; j < 16 && w0 + j < W; ++j)
+          _mm512_storeu_ps(dst + j * channel_stride, r[j]);
+      }
+#else
+  for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t c = 0; c < (C + 15) / 16 * 16; ++c) {
+      float* dst = out + h * row_pitch * channel_stride + c;
+      if (c >= C) {
+        for (std::int64_t w = 0; w < W; ++w) dst[w * channel_stride] = 0.0f;
+        continue;
+      }
+      const T* src = in + (c * H + h) * W;
+      for (std::int64_t w = 0; w < W; ++w) dst[w * channel_stride] = static_cast<float>(src[w]);
+    }
+#endif
+}
+
+}  // namespace frugal::kernels::cpu::FRUGAL_CPU_ISA
