@@ -33,6 +33,8 @@ inline __m512 widen16(const BFloat16* src, __mmask16 m) {
 inline __m512 widen16(const Half* src, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src));
 }
+// The same for float (a masked load), so that loops over any element type read floats alike.
+inline __m512 widen16(const float* src, __mmask16 m) { return _mm512_maskz_loadu_ps(m, src); }
 
 inline void narrow16(__m512 f, BFloat16* dst, __mmask16 m) {
   // Round to nearest even on the bits: add 0x7fff plus the lowest kept bit, keep the top half.

@@ -16,12 +16,6 @@ namespace frugal::kernels::cpu::FRUGAL_CPU_ISA {
 #if FRUGAL_CONVERT_AVX512
 namespace position_major_detail {
 
-inline __m512 load16(const float* src, __mmask16 m) { return _mm512_maskz_loadu_ps(m, src); }
-template <class T>
-__m512 load16(const T* src, __mmask16 m) {
-  return convert_detail::widen16(src, m);
-}
-
 // r[i][j] becomes r[j][i]: element pairs, then quadruples within each 128-bit lane, then the
 // lanes themselves.
 inline void transpose16x16(__m512 r[16]) {
@@ -57,14 +51,14 @@ template <class T>
 void to_position_major(const T* in, std::int64_t C, std::int64_t H, std::int64_t W, float* out,
                        std::int64_t row_pitch, std::int64_t channel_stride) {
 #if FRUGAL_CONVERT_AVX512
-  using position_major_detail::load16;
+  using convert_detail::widen16;
   for (std::int64_t h = 0; h < H; ++h)
     for (std::int64_t c0 = 0; c0 < C; c0 += 16)
       for (std::int64_t w0 = 0; w0 < W; w0 += 16) {
         const __mmask16 m = convert_detail::tail_mask(W - w0);
         __m512 r[16];
         for (std::int64_t i = 0; i < 16; ++i)
-          r[i] = c0 + i < C ? load16(in + ((c0 + i) * H + h) * W + w0, m) : _mm512_setzero_ps();
+          r[i] = c0 + i < C ? widen16(in + ((c0 + i) * H + h) * W + w0, m) : _mm512_setzero_ps();
         position_major_detail::transpose16x16(r);
         float* dst = out + (h * row_pitch + w0) * channel_stride + c0;
         for (std::int64_t j = 0; j < 16 && w0 + j < W; ++j)

@@ -188,10 +188,11 @@ TEST_CASE("conv2d in 16-bit types computes in float", "[conv]") {
   const Conv2dParams im2col = make(2, 3, 7, 6, 4, 3, 3, 1, 2, 1, 1);
   const Conv2dParams pointwise = make(2, 6, 4, 5, 4, 1, 1);
   const Conv2dParams depthwise = make(2, 4, 8, 9, 4, 3, 3, 2, 1, 1, 1, 1, 1, 4);
+  const Conv2dParams depthwise_stride2 = make(2, 4, 8, 9, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4);
   REQUIRE(conv2d_path<Half>(pointwise) == ConvPath::kIm2col);
   const Conv2dParams shifted = make(2, 8, 6, 5, 4, 3, 3, 1, 1, 1, 1);
   REQUIRE(conv2d_path<Half>(shifted) == ConvPath::kShifted);
-  for (const auto& p : {im2col, pointwise, depthwise, shifted}) {
+  for (const auto& p : {im2col, pointwise, depthwise, depthwise_stride2, shifted}) {
     check_conv<Half>(p, true, 3e-3, 7);
     check_conv<BFloat16>(p, true, 2e-2, 8);
   }
