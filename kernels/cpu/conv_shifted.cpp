@@ -3,11 +3,13 @@
 // Output rows are computed at the padded width (the last kW-1 columns of each row are
 // discarded), which makes every tap's operand a plain strided matrix: no column buffer, so
 // the workspace is one padded sample instead of nine copies of it, and no per-row copying.
-// For float on AVX-512, when a sample's output fits one tile, the taps' GEMMs give way to
-// one register-blocked kernel for all taps (flat_correlate.h), forward and backward to the
-// input; the weight gradient stays a GEMM per tap (depth: a whole sample's positions).
-// bfloat16 on a CPU with AVX512_BF16 runs the same kernel on channel pairs with vdpbf16ps
-// (flat_correlate_bf16.h) instead of widening to float; its weight gradient still widens.
+// For float on AVX-512, the taps' GEMMs give way to register-blocked kernels for all taps
+// (flat_correlate.h): on the tensors' own planes with masked lanes when the output is the
+// input's size (no copy at all), else on the padded planes when a sample's output fits one
+// tile; forward and backward to the input. The weight gradient of 3x3 kernels has its own
+// kernel on a position-major copy of the input. bfloat16 on a CPU with AVX512_BF16 runs the
+// padded kernel on channel pairs with vdpbf16ps (flat_correlate_bf16.h) instead of widening
+// to float; its weight gradient widens.
 #include "kernels/cpu/isa_variant.h"
 
 #include <cstring>

@@ -1,9 +1,10 @@
-// The register-blocked AVX-512 flat correlation (see flat_correlate.h). The loops over a
+// The register-blocked AVX-512 flat correlations (see flat_correlate.h). The loops over a
 // block's registers carry "#pragma GCC unroll": without it GCC keeps the accumulator arrays
 // on the stack and stores them every step, which ran at 40% of the speed. For each block of
 // 12 output channels and 32 positions: 24 accumulators; per (input channel, tap), two loads
 // of the input at the tap's shift and 12 broadcast weights, 24 fused multiply-adds. The last
-// block of positions is masked, so nothing past Q is read or written.
+// block of positions is masked, so nothing past Q is read or written; the same-size variant
+// also masks each tap's lanes that fall outside the plane.
 #include "kernels/cpu/isa_variant.h"
 
 #include "kernels/cpu/flat_correlate.h"
