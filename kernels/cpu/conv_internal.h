@@ -169,6 +169,23 @@ template <class T>
 void depthwise_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
                                T* grad_weight, T* grad_bias, void* ws, std::size_t bytes);
 
+// The channel-blocked depthwise path (conv_depthwise_blocked.cpp), which the depthwise
+// path hands strided layers computed in float to on AVX-512; one layout serves all three
+// directions.
+bool depthwise_blocked_available();
+template <class T>
+Layout depthwise_blocked_layout(const Conv2dParams& p);
+template <class T>
+void depthwise_blocked_forward(const Conv2dParams& p, const T* input, const T* weight,
+                               const T* bias, T* output, void* ws, std::size_t bytes);
+template <class T>
+void depthwise_blocked_backward_input(const Conv2dParams& p, const T* grad_output,
+                                      const T* weight, T* grad_input, void* ws, std::size_t bytes);
+template <class T>
+void depthwise_blocked_backward_weight(const Conv2dParams& p, const T* grad_output,
+                                       const T* input, T* grad_weight, T* grad_bias, void* ws,
+                                       std::size_t bytes);
+
 // The most slots a convolution's work is worth: conv_min_work_per_thread() MACs each.
 inline std::int64_t work_units(const Conv2dParams& p) {
   const std::int64_t macs = p.N * p.O * p.out_h() * p.out_w() * (p.C / p.groups) * p.kH * p.kW;

@@ -1,5 +1,6 @@
-// Channel planes rewritten position-major, the layout of the shifted path's weight-gradient
-// kernel (flat_correlate_weight_grad): 16 channels of one position are one aligned vector.
+// Channel planes rewritten position-major and back, the layout of the shifted path's
+// weight-gradient kernel (flat_correlate_weight_grad) and of the channel-blocked depthwise
+// path (conv_depthwise_blocked.cpp): 16 channels of one position are one aligned vector.
 // On AVX-512 the rewrite moves 16 x 16 blocks through registers with a transpose; the
 // element-by-element loop it replaces, one strided store per element, took 15% of the
 // weight gradient's time on the cnn.
@@ -8,6 +9,7 @@
 #include "kernels/cpu/isa_variant.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/convert.h"
 
@@ -75,6 +77,36 @@ void to_position_major(const T* in, std::int64_t C, std::int64_t H, std::int64_t
       const T* src = in + (c * H + h) * W;
       for (std::int64_t w = 0; w < W; ++w) dst[w * channel_stride] = static_cast<float>(src[w]);
     }
+#endif
+}
+
+// The inverse: out[c * plane_stride + q] = T(in[q * channel_stride + c]) for c < C and
+// q < positions (rounded to nearest even for 16-bit T).
+template <class T>
+void from_position_major(const float* in, std::int64_t C, std::int64_t positions,
+                         std::int64_t channel_stride, T* out, std::int64_t plane_stride) {
+#if FRUGAL_CONVERT_AVX512
+  for (std::int64_t c0 = 0; c0 < C; c0 += 16)
+    for (std::int64_t q0 = 0; q0 < positions; q0 += 16) {
+      const __mmask16 m = convert_detail::tail_mask(positions - q0);
+      __m512 r[16];
+      for (std::int64_t j = 0; j < 16; ++j)
+        r[j] = q0 + j < positions ? _mm512_loadu_ps(in + (q0 + j) * channel_stride + c0)
+                                  : _mm512_setzero_ps();
+      position_major_detail::transpose16x16(r);
+      for (std::int64_t i = 0; i < 16 && c0 + i < C; ++i) {
+        T* dst = out + (c0 + i) * plane_stride + q0;
+        if constexpr (std::is_same_v<T, float>) {
+          _mm512_mask_storeu_ps(dst, m, r[i]);
+        } else {
+          convert_detail::narrow16(r[i], dst, m);
+        }
+      }
+    }
+#else
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t q = 0; q < positions; ++q)
+      out[c * plane_stride + q] = static_cast<T>(in[q * channel_stride + c]);
 #endif
 }
 

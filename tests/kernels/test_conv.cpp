@@ -168,6 +168,11 @@ const Case kCases[] = {
     {"depthwise 7x7 pad 3 (taps in chunks)", make(1, 2, 9, 8, 2, 7, 7, 1, 1, 3, 3, 1, 1, 2),
      ConvPath::kDepthwise},
     {"depthwise 1x1", make(2, 3, 4, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 3), ConvPath::kDepthwise},
+    // Float on AVX-512 computes depthwise layers on blocks of 16 channels: two full, one not.
+    {"depthwise 3x3 stride 2, 37 channels", make(3, 37, 9, 10, 37, 3, 3, 2, 2, 1, 1, 1, 1, 37),
+     ConvPath::kDepthwise},
+    {"depthwise 3x3 pad 1, 40 channels 14x14", make(2, 40, 14, 14, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40),
+     ConvPath::kDepthwise},
 };
 
 }  // namespace
