@@ -164,8 +164,10 @@ void depthwise_blocked_backward_input(const Conv2dParams& p, const T* grad_outpu
     for (std::int64_t u = u0; u < u1; ++u) {
       const std::int64_t n = u / g.blocks, block = u % g.blocks;
       block_weights(g, weight, block, w16);
-      to_position_major(grad_output + (n * p.C + block * kLanes) * P, g.channels(block), g.OH,
-                        g.OW, dense, g.OW, kLanes);
+      // A dense plane is one row of P positions: whole 16-position blocks through the
+      // transpose, not one short output row at a time.
+      to_position_major(grad_output + (n * p.C + block * kLanes) * P, g.channels(block), 1, P,
+                        dense, P, kLanes);
       std::fill(padded, padded + g.padded_positions() * kLanes, 0.0f);
       for (std::int64_t t = 0; t < g.taps; ++t) {
         const __m512 wt = _mm512_load_ps(w16 + t * kLanes);
@@ -206,8 +208,8 @@ void depthwise_blocked_backward_weight(const Conv2dParams& p, const T* grad_outp
       __m512 bias_sum = _mm512_setzero_ps();
       for (std::int64_t n = 0; n < p.N; ++n) {
         load_padded(p, g, input + n * p.C * p.H * p.W, block, padded);
-        to_position_major(grad_output + (n * p.C + block * kLanes) * P, g.channels(block), g.OH,
-                          g.OW, dense, g.OW, kLanes);
+        to_position_major(grad_output + (n * p.C + block * kLanes) * P, g.channels(block), 1, P,
+                          dense, P, kLanes);
         for (std::int64_t q = 0; q < P; ++q)
           bias_sum = _mm512_add_ps(bias_sum, _mm512_load_ps(dense + q * kLanes));
         for (std::int64_t t = 0; t < g.taps; ++t) {

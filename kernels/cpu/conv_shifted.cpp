@@ -183,6 +183,27 @@ void pad_sample_position_major(const Conv2dParams& p, const Geometry& g, const T
                       out + gi * group + (p.pad_h * g.Wp + p.pad_w) * Cp, g.Wp, Cp);
 }
 
+// Position-major floats holding bfloat16 values (exactly) rewritten in place as position-pair
+// words: word [pos][c] = bf16_pair(x[pos][c], x[pos + 1][c]), zero past the last position.
+// Each position is read before it is overwritten, the one after it still unchanged.
+void to_position_pairs(std::uint32_t* buf, std::int64_t positions, std::int64_t channel_stride) {
+  for (std::int64_t pos = 0; pos < positions; ++pos)
+    for (std::int64_t c = 0; c < channel_stride; ++c) {
+      const std::uint32_t hi = pos + 1 < positions ? buf[(pos + 1) * channel_stride + c] : 0u;
+      std::uint32_t& word = buf[pos * channel_stride + c];
+      word = word >> 16 | (hi & 0xFFFF0000u);
+    }
+}
+
+// The float sum of n bfloat16 values.
+template <class T>
+double widened_sum(const T* x, std::int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i) s += static_cast<float>(x[i]);
+  return s;
+}
+
 template <class T>
 bool use_flat_weight_kernel(const Geometry& g) {
   return use_flat_kernel<T>(g) && g.taps == 9;
@@ -251,6 +272,9 @@ struct Plan {
   // The flat kernel on bfloat16 channel pairs: the padded input (forward) and the margined
   // output gradient (backward) hold pair words in their float-sized slots, which fit them.
   bool pairs = false;
+  // The weight gradient on bfloat16 position pairs (flat_correlate_bf16_weight_grad): the
+  // position-major input becomes pair words in place, the output gradient is read in place.
+  bool pair_weight = false;
   std::size_t taps = 0, padded = 0, wide = 0, acc = 0, bias = 0;
 };
 
@@ -268,13 +292,16 @@ Plan plan_for(const Conv2dParams& p, bool weight_grad) {
                                                       flat_weights_per_group(g.Cg, g.Og, g.taps))
                                      : p.O * g.Cg * g.taps;
   if (!weight_grad) plan.taps = plan.layout.add_shared<A>(tap_elems);
+  plan.pair_weight = weight_grad && plan.flat && std::is_same_v<T, BFloat16> && g.OW % 2 == 0 &&
+                     flat_correlate_bf16_available();
   plan.same = !weight_grad && use_same_kernel<T>(p, g);
   if (plan.same) return plan;  // no per-slot buffers: the kernel reads and writes the tensors
   if (weight_grad && plan.flat) {
     const std::int64_t chunk = flat_weight_samples(p, g);
     plan.padded = plan.layout.add_slot<A>(chunk * position_major_sample(g));
     // Float output gradients are read in place; others are widened to float first.
-    if (!std::is_same_v<T, float>) plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.OW);
+    if (!std::is_same_v<T, float> && !plan.pair_weight)
+      plan.wide = plan.layout.add_slot<A>(chunk * p.O * g.OH * g.OW);
   } else {
     plan.padded = plan.layout.add_slot<A>(g.padded_elems());
     plan.wide =
@@ -511,6 +538,26 @@ void shifted_backward_weight(const Conv2dParams& p, const T* grad_output, const 
         const std::int64_t chunk = flat_weight_samples(p, g);
         for (std::int64_t c0 = n0; c0 < n1; c0 += chunk) {
           const std::int64_t count = std::min(chunk, n1 - c0);
+          if constexpr (std::is_same_v<T, BFloat16>) {
+            if (plan.pair_weight) {
+              auto* pairs = reinterpret_cast<std::uint32_t*>(padded);
+              const T* gout = grad_output + c0 * out_sample;
+              for (std::int64_t k = 0; k < count; ++k) {
+                pad_sample_position_major(p, g, input + (c0 + k) * p.C * p.H * p.W,
+                                          padded + k * in_sample);
+                to_position_pairs(pairs + k * in_sample, in_sample / Cp, Cp);
+                if (grad_bias)
+                  for (std::int64_t o = 0; o < p.O; ++o)
+                    bacc[o] += widened_sum(gout + k * out_sample + o * P, P);
+              }
+              for (std::int64_t gi = 0; gi < g.G; ++gi)
+                flat_correlate_bf16_weight_grad(g.Og, g.Cg, offsets.data(), gout + gi * g.Og * P,
+                                                P, out_sample, pairs + gi * in_group, Cp,
+                                                in_sample, count, rows,
+                                                acc + gi * g.Og * g.Cg * 9);
+              continue;
+            }
+          }
           const float* gout = nullptr;
           if constexpr (std::is_same_v<T, float>) {
             gout = grad_output + c0 * out_sample;

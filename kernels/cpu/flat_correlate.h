@@ -8,6 +8,8 @@
 
 #include "kernels/cpu/isa_variant.h"
 
+#include "kernels/cpu/flat_correlate_bf16.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -77,9 +79,7 @@ void flat_correlate_same(std::int64_t O, std::int64_t C, const SameTaps& taps,
 // one aligned vector; sample s starts at in_t + s * in_sample_stride and gout + s *
 // gout_sample_stride. Blocks of 3 output channels x 9 taps x 16 input channels stay in 27
 // registers across all the samples' positions. dw is [O][C][9], accumulated into.
-struct PositionRows {
-  std::int64_t count, length, gout_pitch, in_pitch;
-};
+using ::frugal::kernels::cpu::PositionRows;  // flat_correlate_bf16.h
 void flat_correlate_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
                                 const float* gout, std::int64_t gout_stride,
                                 std::int64_t gout_sample_stride, const float* in_t,

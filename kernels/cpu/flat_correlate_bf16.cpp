@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/flat_correlate_bf16.h"
 
+#include <cstring>
 #include <utility>
 
 #include "common/error.h"
@@ -20,6 +21,11 @@ void flat_correlate_bf16(std::int64_t O, std::int64_t C, std::int64_t taps,
                          const std::int64_t* offsets, const std::uint32_t* packed_weights,
                          const std::uint32_t* in, std::int64_t pair_stride, std::int64_t Q,
                          float* out, std::int64_t out_stride);
+void flat_correlate_bf16_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
+                                     const BFloat16* gout, std::int64_t gout_stride,
+                                     std::int64_t gout_sample_stride, const std::uint32_t* pairs,
+                                     std::int64_t channel_stride, std::int64_t in_sample_stride,
+                                     std::int64_t samples, const PositionRows& rows, float* dw);
 
 #if defined(__AVX512BF16__)
 
@@ -68,7 +74,75 @@ constexpr BlockFn pick(int rows, std::integer_sequence<int, R...>) {
   return fns[rows - 1];
 }
 
+constexpr int kTaps = 9;
+
+// As the float weight_block (flat_correlate.cpp), two output positions per step.
+template <int Rows>
+void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::int64_t* offsets,
+                  const BFloat16* gout, std::int64_t gout_stride, std::int64_t gout_sample_stride,
+                  const std::uint32_t* pairs, std::int64_t channel_stride,
+                  std::int64_t in_sample_stride, std::int64_t samples, const PositionRows& rows,
+                  float* dw) {
+  __m512 acc[Rows][kTaps];
+#pragma GCC unroll 4
+  for (int r = 0; r < Rows; ++r)
+#pragma GCC unroll 9
+    for (int t = 0; t < kTaps; ++t) acc[r][t] = _mm512_setzero_ps();
+  std::int64_t shift[kTaps];  // tap offsets in words of the position-pair-major input
+  for (int t = 0; t < kTaps; ++t) shift[t] = offsets[t] * channel_stride;
+  for (std::int64_t s = 0; s < samples; ++s) {
+    const std::uint32_t* x = pairs + s * in_sample_stride + c0;
+    const BFloat16* g = gout + s * gout_sample_stride + o0 * gout_stride;
+    for (std::int64_t y = 0; y < rows.count; ++y) {
+      const std::uint32_t* xr = x + y * rows.in_pitch * channel_stride;
+      const BFloat16* gr = g + y * rows.gout_pitch;
+      for (std::int64_t q = 0; q < rows.length; q += 2, xr += 2 * channel_stride) {
+        __m512bh gv[Rows];
+#pragma GCC unroll 4
+        for (int r = 0; r < Rows; ++r) {
+          std::uint32_t word;  // gout[o][q] and gout[o][q + 1], the low half first
+          std::memcpy(&word, gr + r * gout_stride + q, sizeof word);
+          gv[r] = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(word)));
+        }
+#pragma GCC unroll 9
+        for (int t = 0; t < kTaps; ++t) {
+          __m512i xv = _mm512_load_si512(xr + shift[t]);
+          asm("" : "+v"(xv));  // one load for the Rows products, as in the float kernel
+#pragma GCC unroll 4
+          for (int r = 0; r < Rows; ++r)
+            acc[r][t] = _mm512_dpbf16_ps(acc[r][t], gv[r], reinterpret_cast<__m512bh>(xv));
+        }
+      }
+    }
+  }
+  // Lane j of acc[r][t] is input channel c0 + j.
+  const std::int64_t lanes = std::min<std::int64_t>(16, C - c0);
+  alignas(64) float out[16];
+  for (int r = 0; r < Rows; ++r)
+    for (int t = 0; t < kTaps; ++t) {
+      _mm512_store_ps(out, acc[r][t]);
+      for (std::int64_t j = 0; j < lanes; ++j) dw[((o0 + r) * C + c0 + j) * kTaps + t] += out[j];
+    }
+}
+
 }  // namespace
+
+void flat_correlate_bf16_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
+                                     const BFloat16* gout, std::int64_t gout_stride,
+                                     std::int64_t gout_sample_stride, const std::uint32_t* pairs,
+                                     std::int64_t channel_stride, std::int64_t in_sample_stride,
+                                     std::int64_t samples, const PositionRows& rows, float* dw) {
+  FRUGAL_CHECK(rows.length % 2 == 0 && rows.gout_pitch % 2 == 0,
+               "flat_correlate_bf16_weight_grad: output rows of odd length cannot go in pairs");
+  constexpr std::int64_t kRowsW = 3;
+  for (std::int64_t o0 = 0; o0 < O; o0 += kRowsW)
+    for (std::int64_t c0 = 0; c0 < C; c0 += 16) {
+      const std::int64_t outs = std::min(kRowsW, O - o0);
+      auto* fn = outs == 3 ? &weight_block<3> : outs == 2 ? &weight_block<2> : &weight_block<1>;
+      fn(o0, c0, C, offsets, gout, gout_stride, gout_sample_stride, pairs, channel_stride,
+         in_sample_stride, samples, rows, dw);
+    }
+}
 
 void flat_correlate_bf16(std::int64_t O, std::int64_t C, std::int64_t taps,
                          const std::int64_t* offsets, const std::uint32_t* packed_weights,
@@ -98,6 +172,14 @@ void flat_correlate_bf16(std::int64_t, std::int64_t, std::int64_t, const std::in
   FRUGAL_CHECK(false,
                "flat_correlate_bf16: this copy of the kernels was compiled without AVX512_BF16; "
                "callers check flat_correlate_bf16_available() first");
+}
+void flat_correlate_bf16_weight_grad(std::int64_t, std::int64_t, const std::int64_t*,
+                                     const BFloat16*, std::int64_t, std::int64_t,
+                                     const std::uint32_t*, std::int64_t, std::int64_t,
+                                     std::int64_t, const PositionRows&, float*) {
+  FRUGAL_CHECK(false,
+               "flat_correlate_bf16_weight_grad: this copy of the kernels was compiled without "
+               "AVX512_BF16; callers check flat_correlate_bf16_available() first");
 }
 
 #endif

@@ -55,4 +55,27 @@ void flat_correlate_bf16(std::int64_t O, std::int64_t C, std::int64_t taps,
                          const std::uint32_t* in, std::int64_t pair_stride, std::int64_t Q,
                          float* out, std::int64_t out_stride);
 
+// The positions a weight-gradient sum runs over: `count` rows of `length` output positions,
+// rows gout_pitch apart in the output gradient and in_pitch apart in the (padded) input.
+struct PositionRows {
+  std::int64_t count, length, gout_pitch, in_pitch;
+};
+
+// The weight gradient of the correlation for 3x3 kernels on bfloat16 pairs of output
+// positions (vdpbf16ps sums two positions' products per lane):
+//   dw[o][c][t] += sum over samples, rows y, x < length of
+//                  gout[o][y * gout_pitch + x] * in[c][y * in_pitch + x + offset[t]]
+// Output positions go in pairs (x, x + 1), so rows.length must be even and gout_pitch too:
+// gout, bfloat16 [o][position] as in the tensor (sample s at s * gout_sample_stride), is read
+// as pair words in place. The input is position-pair-major: pairs[pos][c] =
+// bf16_pair(in[c][pos], in[c][pos + 1]), channel_stride (a multiple of 16, >= C) words per
+// position, sample s at s * in_sample_stride. Blocks of 3 output channels x 9 taps x 16 input
+// channels stay in 27 registers; dw is [O][C][9] in float, accumulated into. Throws where
+// flat_correlate_bf16_available() is false.
+void flat_correlate_bf16_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
+                                     const BFloat16* gout, std::int64_t gout_stride,
+                                     std::int64_t gout_sample_stride, const std::uint32_t* pairs,
+                                     std::int64_t channel_stride, std::int64_t in_sample_stride,
+                                     std::int64_t samples, const PositionRows& rows, float* dw);
+
 }  // namespace frugal::kernels::cpu

@@ -66,6 +66,10 @@ F* pick(F* baseline_fn, F* avx2_fn, F* avx512_fn, F* avx512_bf16_fn) {
   void flat_correlate_bf16(std::int64_t, std::int64_t, std::int64_t, const std::int64_t*,          \
                            const std::uint32_t*, const std::uint32_t*, std::int64_t, std::int64_t, \
                            float*, std::int64_t);                                                  \
+  void flat_correlate_bf16_weight_grad(std::int64_t, std::int64_t, const std::int64_t*,           \
+                                       const BFloat16*, std::int64_t, std::int64_t,                \
+                                       const std::uint32_t*, std::int64_t, std::int64_t,           \
+                                       std::int64_t, const PositionRows&, float*);                 \
   void gemm_u8s8s32(std::int64_t, std::int64_t, std::int64_t, const std::uint8_t*, std::int64_t,   \
                     const std::int8_t*, std::int64_t, std::int32_t*, std::int64_t);                \
   std::int64_t quantize_rows_symmetric_s8(const float*, std::int64_t, std::int64_t, std::int8_t*,  \
@@ -185,6 +189,16 @@ void flat_correlate_bf16(std::int64_t O, std::int64_t C, std::int64_t taps,
                          float* out, std::int64_t out_stride) {
   FRUGAL_PICK4(flat_correlate_bf16)
   (O, C, taps, offsets, packed_weights, in, pair_stride, Q, out, out_stride);
+}
+
+void flat_correlate_bf16_weight_grad(std::int64_t O, std::int64_t C, const std::int64_t* offsets,
+                                     const BFloat16* gout, std::int64_t gout_stride,
+                                     std::int64_t gout_sample_stride, const std::uint32_t* pairs,
+                                     std::int64_t channel_stride, std::int64_t in_sample_stride,
+                                     std::int64_t samples, const PositionRows& rows, float* dw) {
+  FRUGAL_PICK4(flat_correlate_bf16_weight_grad)
+  (O, C, offsets, gout, gout_stride, gout_sample_stride, pairs, channel_stride, in_sample_stride,
+   samples, rows, dw);
 }
 
 // ---- int8 GEMM (quantized_gemm.cpp: up to avx512_bf16, which carries VNNI's vpdpbusd) ----
