@@ -266,13 +266,11 @@ Layout depthwise_forward_layout(const Conv2dParams& p) {
 }
 template <class T>
 Layout depthwise_backward_input_layout(const Conv2dParams& p) {
-  return use_blocked<T>(p) ? depthwise_blocked_layout<T>(p)
-                                                   : backward_input_plan<T>(p).layout;
+  return use_blocked<T>(p) ? depthwise_blocked_layout<T>(p) : backward_input_plan<T>(p).layout;
 }
 template <class T>
 Layout depthwise_backward_weight_layout(const Conv2dParams& p) {
-  return use_blocked<T>(p) ? depthwise_blocked_layout<T>(p)
-                                                    : backward_weight_plan<T>(p).layout;
+  return use_blocked<T>(p) ? depthwise_blocked_layout<T>(p) : backward_weight_plan<T>(p).layout;
 }
 
 template <class T>

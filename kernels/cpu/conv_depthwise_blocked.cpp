@@ -56,9 +56,7 @@ struct Geometry {
       for (std::int64_t ow = 0; ow < OW; ++ow) w.push_back(window(oh, ow) * kLanes);
     return w;
   }
-  std::int64_t channels(std::int64_t block) const {
-    return std::min(kLanes, C - block * kLanes);
-  }
+  std::int64_t channels(std::int64_t block) const { return std::min(kLanes, C - block * kLanes); }
 };
 
 struct Plan {
@@ -150,9 +148,8 @@ void depthwise_blocked_forward(const Conv2dParams& p, const T* input, const T* w
 // The input gradient scatters: each output position's gradient, times each tap's weights,
 // adds onto the padded position that tap read; the interior is then rewritten back.
 template <class T>
-void depthwise_blocked_backward_input(const Conv2dParams& p, const T* grad_output,
-                                      const T* weight, T* grad_input, void* wsp,
-                                      std::size_t bytes) {
+void depthwise_blocked_backward_input(const Conv2dParams& p, const T* grad_output, const T* weight,
+                                      T* grad_input, void* wsp, std::size_t bytes) {
   const Geometry g(p);
   const Plan plan = plan_for(p);
   const Workspace ws(plan.layout, wsp, bytes, depthwise_plane_units(p), "conv2d_backward_input");
@@ -190,13 +187,11 @@ void depthwise_blocked_backward_input(const Conv2dParams& p, const T* grad_outpu
 // Parallel over channel blocks: each block's 16 x taps sums run over the whole batch on one
 // thread, in registers, so no per-thread copies are summed afterwards.
 template <class T>
-void depthwise_blocked_backward_weight(const Conv2dParams& p, const T* grad_output,
-                                       const T* input, T* grad_weight, T* grad_bias, void* wsp,
-                                       std::size_t bytes) {
+void depthwise_blocked_backward_weight(const Conv2dParams& p, const T* grad_output, const T* input,
+                                       T* grad_weight, T* grad_bias, void* wsp, std::size_t bytes) {
   const Geometry g(p);
   const Plan plan = plan_for(p);
-  const Workspace ws(plan.layout, wsp, bytes, depthwise_weight_units(p),
-                     "conv2d_backward_weight");
+  const Workspace ws(plan.layout, wsp, bytes, depthwise_weight_units(p), "conv2d_backward_weight");
   const std::int64_t P = g.out_positions();
   const std::vector<std::int64_t> windows = g.windows();
   for_slots(g.blocks, ws.slots(), [&](std::int64_t s, std::int64_t b0, std::int64_t b1) {
@@ -259,14 +254,14 @@ bool depthwise_blocked_available() { return false; }
 
 #endif
 
-#define FRUGAL_INSTANTIATE_DEPTHWISE_BLOCKED(T)                                                 \
-  template Layout depthwise_blocked_layout<T>(const Conv2dParams&);                             \
-  template void depthwise_blocked_forward<T>(const Conv2dParams&, const T*, const T*, const T*, \
-                                             T*, void*, std::size_t);                           \
-  template void depthwise_blocked_backward_input<T>(const Conv2dParams&, const T*, const T*,    \
-                                                    T*, void*, std::size_t);                    \
-  template void depthwise_blocked_backward_weight<T>(const Conv2dParams&, const T*, const T*,   \
-                                                     T*, T*, void*, std::size_t);
+#define FRUGAL_INSTANTIATE_DEPTHWISE_BLOCKED(T)                                                   \
+  template Layout depthwise_blocked_layout<T>(const Conv2dParams&);                               \
+  template void depthwise_blocked_forward<T>(const Conv2dParams&, const T*, const T*, const T*,   \
+                                             T*, void*, std::size_t);                             \
+  template void depthwise_blocked_backward_input<T>(const Conv2dParams&, const T*, const T*, T*,  \
+                                                    void*, std::size_t);                          \
+  template void depthwise_blocked_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, \
+                                                     T*, void*, std::size_t);
 FRUGAL_INSTANTIATE_DEPTHWISE_BLOCKED(float)
 FRUGAL_INSTANTIATE_DEPTHWISE_BLOCKED(Half)
 FRUGAL_INSTANTIATE_DEPTHWISE_BLOCKED(BFloat16)

@@ -41,6 +41,27 @@ namespace {
 
 constexpr int kRows = static_cast<int>(kFlatCorrelateRows);
 
+// The step both float kernels share: 12 (Rows) broadcast weights times two input vectors.
+template <int Rows>
+inline void madd_rows(const float* w, __m512 x0, __m512 x1, __m512* acc0, __m512* acc1) {
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
+    const __m512 wr = _mm512_set1_ps(w[r]);
+    acc0[r] = _mm512_fmadd_ps(wr, x0, acc0[r]);
+    acc1[r] = _mm512_fmadd_ps(wr, x1, acc1[r]);
+  }
+}
+
+template <int Rows>
+inline void store_rows(const __m512* acc0, const __m512* acc1, float* out, std::int64_t out_stride,
+                       std::int64_t q0, __mmask16 m0, __mmask16 m1) {
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
+    _mm512_mask_storeu_ps(out + r * out_stride + q0, m0, acc0[r]);
+    _mm512_mask_storeu_ps(out + r * out_stride + q0 + 16, m1, acc1[r]);
+  }
+}
+
 // Rows is the number of output channels of this block that exist (the packed weights carry
 // zeros for the others, which are computed but not stored).
 template <int Rows>
@@ -56,19 +77,10 @@ void block(std::int64_t C, std::int64_t taps, const std::int64_t* offsets, const
       const float* src = plane + offsets[t];
       const __m512 x0 = _mm512_maskz_loadu_ps(m0, src);
       const __m512 x1 = _mm512_maskz_loadu_ps(m1, src + 16);
-#pragma GCC unroll 16
-      for (int r = 0; r < Rows; ++r) {
-        const __m512 wr = _mm512_set1_ps(w[r]);
-        acc0[r] = _mm512_fmadd_ps(wr, x0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(wr, x1, acc1[r]);
-      }
+      madd_rows<Rows>(w, x0, x1, acc0, acc1);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < Rows; ++r) {
-    _mm512_mask_storeu_ps(out + r * out_stride + q0, m0, acc0[r]);
-    _mm512_mask_storeu_ps(out + r * out_stride + q0 + 16, m1, acc1[r]);
-  }
+  store_rows<Rows>(acc0, acc1, out, out_stride, q0, m0, m1);
 }
 
 using BlockFn = void (*)(std::int64_t, std::int64_t, const std::int64_t*, const float*,
@@ -103,25 +115,15 @@ void same_block(std::int64_t C, std::int64_t taps, const std::int64_t* offsets,
     for (std::int64_t c = 0; c < C; ++c, src += in_stride, wt += w_step) {
       const __m512 x0 = _mm512_maskz_loadu_ps(k0, src);
       const __m512 x1 = _mm512_maskz_loadu_ps(k1, src + 16);
-#pragma GCC unroll 16
-      for (int r = 0; r < Rows; ++r) {
-        const __m512 wr = _mm512_set1_ps(wt[r]);
-        acc0[r] = _mm512_fmadd_ps(wr, x0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(wr, x1, acc1[r]);
-      }
+      madd_rows<Rows>(wt, x0, x1, acc0, acc1);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < Rows; ++r) {
-    _mm512_mask_storeu_ps(out + r * out_stride + q0, m0, acc0[r]);
-    _mm512_mask_storeu_ps(out + r * out_stride + q0 + 16, m1, acc1[r]);
-  }
+  store_rows<Rows>(acc0, acc1, out, out_stride, q0, m0, m1);
 }
 
-using SameBlockFn = void (*)(std::int64_t, std::int64_t, const std::int64_t*,
-                             const std::uint32_t*, const float*, const float*, const float*,
-                             std::int64_t, std::int64_t, __mmask16, __mmask16, float*,
-                             std::int64_t);
+using SameBlockFn = void (*)(std::int64_t, std::int64_t, const std::int64_t*, const std::uint32_t*,
+                             const float*, const float*, const float*, std::int64_t, std::int64_t,
+                             __mmask16, __mmask16, float*, std::int64_t);
 
 template <int... R>
 constexpr SameBlockFn pick_same(int rows, std::integer_sequence<int, R...>) {
@@ -227,9 +229,8 @@ void flat_correlate_same(std::int64_t O, std::int64_t C, const SameTaps& taps,
     const float* w = packed_weights + (o0 / kRows) * C * T * kRows;
     for (std::int64_t q0 = 0; q0 < Q; q0 += 32) {
       const auto [m0, m1] = tail_masks(Q - q0);
-      fn(C, T, taps.offsets.data(), taps.masks.data() + q0 / 32 * T, w,
-         bias ? bias + o0 : nullptr, in, in_stride, q0, m0, m1, out + o0 * out_stride,
-         out_stride);
+      fn(C, T, taps.offsets.data(), taps.masks.data() + q0 / 32 * T, w, bias ? bias + o0 : nullptr,
+         in, in_stride, q0, m0, m1, out + o0 * out_stride, out_stride);
     }
   }
 }

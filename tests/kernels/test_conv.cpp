@@ -147,8 +147,8 @@ const Case kCases[] = {
     {"shifted taps: 2x4 kernel, dilation 1x2, pad 0x3, 256 channels wide rows",
      make(1, 256, 5, 40, 2, 2, 4, 1, 1, 0, 3, 1, 2), ConvPath::kShifted},
     // Same-size outputs: float on AVX-512 runs them on the unpadded planes with lane masks.
-    {"shifted taps: same size, groups 2, 5x5 pad 2", make(2, 16, 6, 7, 10, 5, 5, 1, 1, 2, 2, 1, 1, 2),
-     ConvPath::kShifted},
+    {"shifted taps: same size, groups 2, 5x5 pad 2",
+     make(2, 16, 6, 7, 10, 5, 5, 1, 1, 2, 2, 1, 1, 2), ConvPath::kShifted},
     {"shifted taps: same size, dilation 2 pad 2, plane smaller than a block",
      make(2, 8, 3, 4, 14, 3, 3, 1, 1, 2, 2, 2, 2), ConvPath::kShifted},
     {"shifted taps: same size, one row", make(2, 8, 1, 37, 5, 3, 3, 1, 1, 1, 1),
