@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "common/error.h"
+#include "common/json_writer.h"
 
 namespace frugal::data::json {
 
@@ -320,38 +321,7 @@ const char* kind_name(Value::Kind kind) {
 
 Value parse(std::string_view text) { return Parser(text).document(); }
 
-std::string quote(std::string_view text) {
-  static const char* k = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += k[c >> 4];
-          out += k[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
+// One quoting rule for every JSON frugal writes: the writer's (common/json_writer.h).
+std::string quote(std::string_view text) { return JsonWriter::quote(std::string(text)); }
 
 }  // namespace frugal::data::json

@@ -57,16 +57,56 @@
       const T*, const T*, const compute_t<T>*, const compute_t<T>*, const compute_t<T>*, double,   \
       std::int64_t, std::int64_t, std::int64_t, T*, compute_t<T>*, compute_t<T>*);
 
-#define FRUGAL_INSTANTIATE_POOL(T)                                                                 \
+#define FRUGAL_INSTANTIATE_MAX_POOL(T)                                                             \
   template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);           \
   template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);    \
   template void max_pool2d_forward_compact<T>(const Pool2dParams&, const T*, T*, std::uint8_t*);   \
   template void max_pool2d_backward_compact<T>(const Pool2dParams&, const T*, const std::uint8_t*, \
-                                               T*);                                                \
-  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                          \
-  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                         \
-  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*);         \
+                                               T*);
+
+#define FRUGAL_INSTANTIATE_AVG_POOL(T)                                                     \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                  \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);                 \
+  template void adaptive_avg_pool2d_forward<T>(const AdaptivePool2dParams&, const T*, T*); \
   template void adaptive_avg_pool2d_backward<T>(const AdaptivePool2dParams&, const T*, T*);
+
+#define FRUGAL_INSTANTIATE_POOL(T) FRUGAL_INSTANTIATE_MAX_POOL(T) FRUGAL_INSTANTIATE_AVG_POOL(T)
+
+#define FRUGAL_INSTANTIATE_LOSS(T)                                                               \
+  template void nll_loss_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,       \
+                                    std::int64_t, Reduction, std::int64_t, T*, T*);              \
+  template void nll_loss_backward<T>(const T*, const std::int64_t*, const T*, std::int64_t,      \
+                                     std::int64_t, Reduction, std::int64_t, const T*, T*);       \
+  template void cross_entropy_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,  \
+                                         std::int64_t, Reduction, std::int64_t, T*, T*, T*, T*); \
+  template void cross_entropy_backward<T>(const T*, const T*, const T*, const std::int64_t*,     \
+                                          const T*, std::int64_t, std::int64_t, Reduction,       \
+                                          std::int64_t, const T*, T*);
+
+#define FRUGAL_INSTANTIATE_RANDOM(T)                                                        \
+  template void uniform<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double); \
+  template void normal<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double);
+
+#define FRUGAL_INSTANTIATE_SOFTMAX(T)                                                       \
+  template void softmax<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);         \
+  template void log_softmax<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);     \
+  template void softmax_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t,     \
+                                    std::int64_t);                                          \
+  template void log_softmax_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t, \
+                                        std::int64_t);
+
+#define FRUGAL_INSTANTIATE_REDUCE_ANY(T)                                                   \
+  template void sum<T>(const T*, const StridedDims&, std::uint32_t, sum_t<T>*);            \
+  template void amax<T>(const T*, const StridedDims&, std::uint32_t, T*);                  \
+  template void amin<T>(const T*, const StridedDims&, std::uint32_t, T*);                  \
+  template void argmax<T>(const T*, const StridedDims&, int, std::int64_t*);               \
+  template void argmin<T>(const T*, const StridedDims&, int, std::int64_t*);               \
+  template void max_with_indices<T>(const T*, const StridedDims&, int, T*, std::int64_t*); \
+  template void min_with_indices<T>(const T*, const StridedDims&, int, T*, std::int64_t*);
+
+#define FRUGAL_INSTANTIATE_REDUCE_FLOATING(T)                             \
+  template void mean<T>(const T*, const StridedDims&, std::uint32_t, T*); \
+  template void var<T>(const T*, const StridedDims&, std::uint32_t, double, T*, T*);
 
 #define FRUGAL_NUMERIC_TYPES(X) \
   X(float) X(double) X(Half) X(BFloat16) X(std::int32_t) X(std::int64_t) X(std::uint8_t)

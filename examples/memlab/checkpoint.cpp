@@ -19,11 +19,6 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::string signed_percent(double fraction) {
   std::string text = percent_text(fraction);
   if (fraction >= 0) text.insert(text.begin(), '+');

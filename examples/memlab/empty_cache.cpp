@@ -16,11 +16,6 @@ struct Cost {
   std::int64_t new_segments = 0;        // over all repeats
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // `repeats` times: (optionally empty the cache), allocate `numel` floats, write them, free.
 Cost allocation_cost(std::int64_t numel, int repeats, bool empty_first) {
   auto& allocator = alloc::cpu_allocator();

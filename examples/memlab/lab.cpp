@@ -77,6 +77,19 @@ void apply_common_options(const CommandLine& cli) {
   kernels::cpu::set_num_threads(static_cast<int>(threads));
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::int64_t inference_peak(nn::Module& model, const Tensor& x) {
+  InferenceMode inference;
+  const std::int64_t before = allocated_now();
+  reset_peak();
+  { const Tensor logits = model.forward(x); }
+  return allocated_peak() - before;
+}
+
 std::int64_t allocated_now() {
   return alloc::cpu_allocator().stats().allocated_bytes.all().current;
 }

@@ -43,7 +43,11 @@ std::int64_t allocated_now();
 std::int64_t allocated_peak();
 std::int64_t reserved_now();
 void reset_peak();
-double seconds_now();  // a monotonic clock
+double seconds_now();                       // a monotonic clock
+double median(std::vector<double> values);  // the upper median of a non-empty list
+// Allocated bytes at the peak of one inference pass over `x` (no autograd), above what was
+// allocated before it (the model and the batch): activations, outputs and any temporaries.
+std::int64_t inference_peak(nn::Module& model, const Tensor& x);
 
 std::string bytes_text(std::int64_t bytes);  // format_bytes
 std::string number_text(double value, int decimals);

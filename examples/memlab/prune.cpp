@@ -20,16 +20,6 @@ std::int64_t parameter_bytes(const nn::Module& model) {
   return bytes;
 }
 
-// Allocated bytes at the peak of one inference pass over `x`, above what was allocated before
-// it (the model and the batch): activations and logits.
-std::int64_t inference_peak(nn::Module& model, const Tensor& x) {
-  InferenceMode inference;
-  const std::int64_t before = allocated_now();
-  reset_peak();
-  { const Tensor logits = model.forward(x); }
-  return allocated_peak() - before;
-}
-
 // The weight of every Linear and Conv2d child: what pruning works on.
 std::vector<Tensor> weights(const nn::Sequential& model) {
   std::vector<Tensor> out;

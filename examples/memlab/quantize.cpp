@@ -16,16 +16,6 @@ std::int64_t state_bytes(const nn::Module& model) {
   return bytes;
 }
 
-// Allocated bytes at the peak of one inference pass over `x`, above what was allocated before
-// it (the model and the batch): activations, outputs and the quantization temporaries.
-std::int64_t inference_peak(nn::Module& model, const Tensor& x) {
-  InferenceMode inference;
-  const std::int64_t before = allocated_now();
-  reset_peak();
-  { const Tensor logits = model.forward(x); }
-  return allocated_peak() - before;
-}
-
 // Seconds for one inference pass over `images` in batches of `batch`.
 double pass_seconds(nn::Module& model, const data::MnistDataset& images, std::int64_t batch) {
   InferenceMode inference;
@@ -35,11 +25,6 @@ double pass_seconds(nn::Module& model, const data::MnistDataset& images, std::in
         model.forward(images.images(start, std::min(batch, images.size() - start)));
   }
   return seconds_now() - t0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

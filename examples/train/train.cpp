@@ -29,6 +29,7 @@
 #include "examples/train/monitoring.h"
 #include "examples/train/options.h"
 #include "examples/train/preview.h"
+#include "examples/train/setup.h"
 #include "examples/train/step.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/parallel.h"
@@ -46,51 +47,6 @@ std::int64_t peak_rss_bytes() {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// A batch on the device the model trains on. For a CUDA device through pinned memory, so the
-// copy is queued on the copy stream and the host goes on at once.
-Tensor to_device(const Tensor& t, Device device) {
-  if (device.is_cpu()) return t;
-  return t.pin_memory().to(device, /*non_blocking=*/true);
-}
-
-// Accuracy on the test set, in evaluation mode and without autograd.
-double evaluate(nn::Module& model, train::DataSource& source, std::int64_t batch_size,
-                Device device, const train::AmpMode& amp) {
-  model.eval();
-  InferenceMode no_graph;
-  AutocastGuard autocast(device.type(), amp.dtype, amp.enabled());  // as in training
-  std::int64_t correct = 0, seen = 0;
-  source.for_each_test_batch(batch_size, [&](const data::Batch& batch) {
-    const Tensor logits = model.forward(to_device(batch.data, device));
-    correct += eq(argmax(logits, 1), to_device(batch.target, device)).sum().item<std::int64_t>();
-    seen += batch.target.size(0);
-  });
-  model.train();
-  return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
-}
-
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name,
-                                                 const std::vector<Tensor>& parameters, double lr,
-                                                 double momentum, double weight_decay) {
-  if (name == "sgd")
-    return std::make_unique<optim::SGD>(
-        parameters, optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay));
-  if (name == "adamw")
-    return std::make_unique<optim::AdamW>(parameters,
-                                          optim::AdamWOptions(lr).weight_decay(weight_decay));
-  throw ConfigError("--optimizer must be sgd or adamw, got '" + name + "'");
-}
-
-// The learning-rate schedule, stepped after every optimizer step (so its "epochs" are steps):
-// none for "constant"; cosine decay from the base rate to 0 over all the run's steps.
-std::unique_ptr<optim::LRScheduler> make_schedule(const std::string& name,
-                                                  optim::Optimizer& optimizer,
-                                                  std::int64_t total_steps) {
-  if (name == "constant") return nullptr;
-  if (name == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, total_steps);
-  throw ConfigError("--lr-schedule must be constant or cosine, got '" + name + "'");
 }
 
 struct EpochResult {
@@ -150,47 +106,17 @@ int run(int argc, char** argv) {
   if (cli.has("checkpoint-activations"))  // same modules and parameters, recomputed in backward
     model = nn::checkpoint_segments(model, static_cast<int>(cli.get_int("checkpoint-segments")));
   model->to(device);  // before the optimizer takes the parameters
-  auto optimizer = make_optimizer(optimizer_name, model->parameters(), lr,
-                                  cli.get_double("momentum"), cli.get_double("weight-decay"));
+  const nn::OptimizerFactory make_run_optimizer = [&](const std::vector<Tensor>& params) {
+    return train::make_optimizer(optimizer_name, params, lr, cli.get_double("momentum"),
+                                 cli.get_double("weight-decay"));
+  };
+  auto optimizer = make_run_optimizer(model->parameters());
   // Loss scaling only where float16 needs it; bf16 and float32 step plainly.
   amp::GradScaler scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
   if (cli.has("auto-batch-size")) {
-    // Probe steps of this very step (amp, accumulation, checkpointing) on random images, on a
-    // throw-away optimizer; the model comes back untouched.
-    const std::int64_t budget =
-        cli.has("memory-budget") ? parse_bytes(cli.get("memory-budget")) : 0;
-    const nn::BatchSizeResult found = nn::find_batch_size(
-        *model,
-        [&](const std::vector<Tensor>& params) {
-          return make_optimizer(optimizer_name, params, lr, cli.get_double("momentum"),
-                                cli.get_double("weight-decay"));
-        },
-        [&](std::int64_t batch, optim::Optimizer& probe) {
-          amp::GradScaler probe_scaler(amp::GradScalerOptions{.enabled = amp.needs_scaler()});
-          const Tensor images =
-              randn({batch, model_input.channels, model_input.height, model_input.width},
-                    TensorOptions().device(device));
-          const Tensor labels =
-              randint(0, model_input.classes, {batch}, TensorOptions(kInt64).device(device));
-          train::train_step(*model, probe, probe_scaler, amp, images, labels,
-                            std::min(accum, batch));
-        },
-        budget);
-    batch_size = found.batch;
-    std::string probes;
-    for (const auto& step : found.steps)
-      if (step.role == "probe")
-        probes += (probes.empty() ? "" : " and ") + std::to_string(step.batch);
-    std::printf(
-        "batch-size finder: peak = %s + %s x batch (probes at %s); batch %lld, predicted %s, "
-        "measured %s, budget %s\n",
-        format_bytes(static_cast<std::int64_t>(found.fixed_bytes)).c_str(),
-        format_bytes(static_cast<std::int64_t>(found.bytes_per_sample)).c_str(), probes.c_str(),
-        static_cast<long long>(found.batch), format_bytes(found.predicted_peak).c_str(),
-        format_bytes(found.measured_peak).c_str(), format_bytes(found.budget).c_str());
-    FRUGAL_CHECK(accum <= batch_size, "--accum " + std::to_string(accum) +
-                                          " is more than the batch the finder chose (" +
-                                          std::to_string(batch_size) + ")");
+    batch_size = train::auto_batch_size(
+        *model, make_run_optimizer, amp, model_input, device, accum,
+        cli.has("memory-budget") ? parse_bytes(cli.get("memory-budget")) : 0);
   }
   train::TrainState state;
   state.amp = amp.name;
@@ -209,7 +135,7 @@ int run(int argc, char** argv) {
   }
 
   const auto schedule =
-      make_schedule(state.lr_schedule, *optimizer, epochs * source->num_batches());
+      train::make_schedule(state.lr_schedule, *optimizer, epochs * source->num_batches());
   if (schedule)
     schedule->set_epoch(state.global_step);  // the rate of the step a resumed run starts at
 
@@ -272,8 +198,8 @@ int run(int argc, char** argv) {
                     cli.get("preview").c_str(), p.images, p.columns, p.width, p.height);
         preview_pending = false;
       }
-      const Tensor images = to_device(batch.data, device),
-                   targets = to_device(batch.target, device);
+      const Tensor images = train::to_device(batch.data, device),
+                   targets = train::to_device(batch.target, device);
       train::StepResult r;
       if (oom_recovery) {
         const std::size_t retries_before = recovery.history.size();
@@ -331,7 +257,7 @@ int run(int argc, char** argv) {
     train_seconds += epoch_seconds;
     train_images += seen - seen_before;
     if (seen == seen_before) break;
-    test_accuracy = evaluate(*model, *source, batch_size, device, amp);
+    test_accuracy = train::evaluate(*model, *source, batch_size, device, amp);
     const EpochResult r{state.epoch + 1, loss_sum / static_cast<double>(seen),
                         static_cast<double>(correct) / static_cast<double>(seen), test_accuracy,
                         static_cast<double>(seen - seen_before) / epoch_seconds};

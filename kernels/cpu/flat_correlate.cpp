@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "kernels/cpu/position_major.h"
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -176,14 +178,7 @@ void weight_block(std::int64_t o0, std::int64_t c0, std::int64_t C, const std::i
       }
     }
   }
-  // Lane j of acc[r][t] is input channel c0 + j.
-  const std::int64_t lanes = std::min<std::int64_t>(16, C - c0);
-  alignas(64) float out[16];
-  for (int r = 0; r < Rows; ++r)
-    for (int t = 0; t < kTaps; ++t) {
-      _mm512_store_ps(out, acc[r][t]);
-      for (std::int64_t j = 0; j < lanes; ++j) dw[((o0 + r) * C + c0 + j) * kTaps + t] += out[j];
-    }
+  position_major_detail::add_weight_grad_block(acc, o0, c0, C, dw);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/softmax_rows.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu {
 
@@ -160,19 +161,6 @@ void cross_entropy_backward(const T* grad_out, const T* saved, const T* row_lse,
                });
 }
 
-#define FRUGAL_INSTANTIATE_LOSS(T)                                                               \
-  template void nll_loss_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,       \
-                                    std::int64_t, Reduction, std::int64_t, T*, T*);              \
-  template void nll_loss_backward<T>(const T*, const std::int64_t*, const T*, std::int64_t,      \
-                                     std::int64_t, Reduction, std::int64_t, const T*, T*);       \
-  template void cross_entropy_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,  \
-                                         std::int64_t, Reduction, std::int64_t, T*, T*, T*, T*); \
-  template void cross_entropy_backward<T>(const T*, const T*, const T*, const std::int64_t*,     \
-                                          const T*, std::int64_t, std::int64_t, Reduction,       \
-                                          std::int64_t, const T*, T*);
-FRUGAL_INSTANTIATE_LOSS(float)
-FRUGAL_INSTANTIATE_LOSS(double)
-FRUGAL_INSTANTIATE_LOSS(Half)
-FRUGAL_INSTANTIATE_LOSS(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_LOSS)
 
 }  // namespace frugal::kernels::cpu

@@ -3,6 +3,7 @@
 // a grain size, so that small tensors run on the calling thread without a fork.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace frugal::kernels::cpu {
@@ -31,6 +32,13 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, cons
       begin, end, grain,
       [](void* ctx, std::int64_t b, std::int64_t e) { (*static_cast<const F*>(ctx))(b, e); },
       const_cast<F*>(&fn));
+}
+
+// Planes per task for per-plane kernels: enough work per chunk (about 32K elements) that
+// small tensors are not split at all.
+inline std::int64_t plane_grain(std::int64_t plane_elems) {
+  return std::max<std::int64_t>(1,
+                                (std::int64_t{1} << 15) / std::max<std::int64_t>(1, plane_elems));
 }
 
 }  // namespace frugal::kernels::cpu

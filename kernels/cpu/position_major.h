@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/isa_variant.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -41,6 +42,21 @@ inline void transpose16x16(__m512 r[16]) {
     r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
     r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD);
   }
+}
+
+// A weight-gradient kernel's accumulators for output channels o0.. o0 + Rows - 1, each tap t,
+// with input channels c0.. c0 + 15 in the lanes, added into dw laid out [O][C][Taps]; lanes
+// past the last channel C - 1 are left out.
+template <int Rows, int Taps>
+inline void add_weight_grad_block(const __m512 (&acc)[Rows][Taps], std::int64_t o0, std::int64_t c0,
+                                  std::int64_t C, float* dw) {
+  const std::int64_t lanes = std::min<std::int64_t>(16, C - c0);
+  alignas(64) float out[16];
+  for (int r = 0; r < Rows; ++r)
+    for (int t = 0; t < Taps; ++t) {
+      _mm512_store_ps(out, acc[r][t]);
+      for (std::int64_t j = 0; j < lanes; ++j) dw[((o0 + r) * C + c0 + j) * Taps + t] += out[j];
+    }
 }
 
 }  // namespace position_major_detail

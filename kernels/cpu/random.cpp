@@ -6,6 +6,7 @@
 #include "common/half.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/philox.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu {
 
@@ -68,12 +69,6 @@ void bernoulli(std::uint8_t* mask, std::int64_t n, std::uint64_t seed, std::uint
   });
 }
 
-#define FRUGAL_INSTANTIATE_RANDOM(T)                                                        \
-  template void uniform<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double); \
-  template void normal<T>(T*, std::int64_t, std::uint64_t, std::uint64_t, double, double);
-FRUGAL_INSTANTIATE_RANDOM(float)
-FRUGAL_INSTANTIATE_RANDOM(double)
-FRUGAL_INSTANTIATE_RANDOM(Half)
-FRUGAL_INSTANTIATE_RANDOM(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_RANDOM)
 
 }  // namespace frugal::kernels::cpu

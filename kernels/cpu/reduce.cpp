@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/accumulate.h"
 #include "kernels/cpu/reduce_loops.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cpu {
 
@@ -268,23 +269,8 @@ void var(const T* in, const StridedDims& in_dims, std::uint32_t reduce_mask, dou
   detail::run_reduction(p, VarOp<T>{out, mean_out, correction}, in);
 }
 
-#define FRUGAL_REDUCE_FLOATING(X) X(float) X(double) X(Half) X(BFloat16)
-#define FRUGAL_REDUCE_ALL(X) \
-  FRUGAL_REDUCE_FLOATING(X) X(std::int32_t) X(std::int64_t) X(std::uint8_t) X(bool)
+FRUGAL_ALL_TYPES(FRUGAL_INSTANTIATE_REDUCE_ANY)
 
-#define FRUGAL_INSTANTIATE_REDUCE_ANY(T)                                                   \
-  template void sum<T>(const T*, const StridedDims&, std::uint32_t, sum_t<T>*);            \
-  template void amax<T>(const T*, const StridedDims&, std::uint32_t, T*);                  \
-  template void amin<T>(const T*, const StridedDims&, std::uint32_t, T*);                  \
-  template void argmax<T>(const T*, const StridedDims&, int, std::int64_t*);               \
-  template void argmin<T>(const T*, const StridedDims&, int, std::int64_t*);               \
-  template void max_with_indices<T>(const T*, const StridedDims&, int, T*, std::int64_t*); \
-  template void min_with_indices<T>(const T*, const StridedDims&, int, T*, std::int64_t*);
-FRUGAL_REDUCE_ALL(FRUGAL_INSTANTIATE_REDUCE_ANY)
-
-#define FRUGAL_INSTANTIATE_REDUCE_FLOATING(T)                             \
-  template void mean<T>(const T*, const StridedDims&, std::uint32_t, T*); \
-  template void var<T>(const T*, const StridedDims&, std::uint32_t, double, T*, T*);
-FRUGAL_REDUCE_FLOATING(FRUGAL_INSTANTIATE_REDUCE_FLOATING)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_REDUCE_FLOATING)
 
 }  // namespace frugal::kernels::cpu

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/scratch.h"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -258,19 +259,6 @@ void cross_entropy_backward(const T* grad_out, const T* saved, const T* row_lse,
   FRUGAL_CUDA_CHECK_LAUNCH();
 }
 
-#define FRUGAL_INSTANTIATE_LOSS(T)                                                               \
-  template void nll_loss_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,       \
-                                    std::int64_t, Reduction, std::int64_t, T*, T*);              \
-  template void nll_loss_backward<T>(const T*, const std::int64_t*, const T*, std::int64_t,      \
-                                     std::int64_t, Reduction, std::int64_t, const T*, T*);       \
-  template void cross_entropy_forward<T>(const T*, const std::int64_t*, const T*, std::int64_t,  \
-                                         std::int64_t, Reduction, std::int64_t, T*, T*, T*, T*); \
-  template void cross_entropy_backward<T>(const T*, const T*, const T*, const std::int64_t*,     \
-                                          const T*, std::int64_t, std::int64_t, Reduction,       \
-                                          std::int64_t, const T*, T*);
-FRUGAL_INSTANTIATE_LOSS(float)
-FRUGAL_INSTANTIATE_LOSS(double)
-FRUGAL_INSTANTIATE_LOSS(Half)
-FRUGAL_INSTANTIATE_LOSS(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_LOSS)
 
 }  // namespace frugal::kernels::cuda

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/instantiations.h"
 
 namespace frugal::kernels::cuda {
 
@@ -154,16 +155,6 @@ void log_softmax_backward(const T* y, const T* grad_y, T* grad_x, std::int64_t o
   launch<Kind::kLogSoftmaxBackward>(y, grad_y, grad_x, outer, dim, inner);
 }
 
-#define FRUGAL_INSTANTIATE_SOFTMAX(T)                                                       \
-  template void softmax<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);         \
-  template void log_softmax<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t);     \
-  template void softmax_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t,     \
-                                    std::int64_t);                                          \
-  template void log_softmax_backward<T>(const T*, const T*, T*, std::int64_t, std::int64_t, \
-                                        std::int64_t);
-FRUGAL_INSTANTIATE_SOFTMAX(float)
-FRUGAL_INSTANTIATE_SOFTMAX(double)
-FRUGAL_INSTANTIATE_SOFTMAX(Half)
-FRUGAL_INSTANTIATE_SOFTMAX(BFloat16)
+FRUGAL_FLOAT_TYPES(FRUGAL_INSTANTIATE_SOFTMAX)
 
 }  // namespace frugal::kernels::cuda
