@@ -41,7 +41,7 @@ int run(int argc, char** argv) {
     return static_cast<double>(a) / static_cast<double>(b);
   };
   if (cli.has("json")) {
-    std::string items;
+    std::vector<std::string> items;
     for (const auto& r : rows) {
       JsonWriter j;
       j.field("amp", r.amp);
@@ -51,13 +51,12 @@ int run(int argc, char** argv) {
       j.field("activation_fraction", frac(r.memory.activations, base.activations));
       j.field("peak_fraction", frac(r.memory.peak, base.peak));
       j.field("step_fraction", frac(r.memory.peak - r.memory.before, base.peak - base.before));
-      if (!items.empty()) items += ',';
-      items += j.str();
+      items.push_back(j.str());
     }
     JsonWriter out;
     out.field("model", model);
     out.field("batch_size", batch);
-    out.raw("modes", "[" + items + "]");
+    out.raw("modes", JsonWriter::array(items));
     std::printf("%s\n", out.str().c_str());
     return 0;
   }

@@ -34,7 +34,7 @@ nn::OptimizerFactory sgd_factory() {
 }
 
 std::string steps_json(const nn::BatchSizeResult& r) {
-  std::string out = "[";
+  std::vector<std::string> out;
   for (const auto& s : r.steps) {
     JsonWriter j;
     j.field("role", s.role);
@@ -42,10 +42,9 @@ std::string steps_json(const nn::BatchSizeResult& r) {
     j.field("peak_allocated_bytes", s.peak_allocated);
     j.field("out_of_memory", s.out_of_memory);
     j.field("fits", s.fits);
-    if (out.size() > 1) out += ',';
-    out += j.str();
+    out.push_back(j.str());
   }
-  return out + "]";
+  return JsonWriter::array(out);
 }
 
 int run(int argc, char** argv) {

@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
 
   Generator gen(1);
-  std::string rows;
+  std::vector<std::string> rows;
   double total_fwd = 0, total_fwd_bwd = 0;
   for (const auto& s : shapes) {
     Tensor x = randn({batch, s.in_channels, s.size, s.size}, {}, &gen);
@@ -63,8 +63,7 @@ int run(int argc, char** argv) {
     row.field("layer", s.name);
     row.field("forward_ms", fwd / 1e6);
     row.field("forward_backward_ms", fwd_bwd / 1e6);
-    if (!rows.empty()) rows += ',';
-    rows += row.str();
+    rows.push_back(row.str());
     if (!cli.has("json"))
       std::printf("%-24s forward %8.3f ms   forward+backward %8.3f ms\n", s.name.c_str(), fwd / 1e6,
                   fwd_bwd / 1e6);
@@ -74,7 +73,7 @@ int run(int argc, char** argv) {
     j.field("cpu_isa", kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa()));
     j.field("model", model);
     j.field("batch", batch);
-    j.raw("layers", "[" + rows + "]");
+    j.raw("layers", JsonWriter::array(rows));
     j.field("total_forward_ms", total_fwd / 1e6);
     j.field("total_forward_backward_ms", total_fwd_bwd / 1e6);
     std::printf("%s\n", j.str().c_str());

@@ -166,16 +166,15 @@ int run(int argc, char** argv) {
     j.field("persistent_workers", options.persistent_workers);
     j.field("epochs", epochs);
     j.field("images_per_sec", median);
-    std::string per_epoch;
+    std::vector<std::string> per_epoch;
     for (std::size_t i = 0; i < rates.size(); ++i) {
       JsonWriter e;
       e.field("epoch", static_cast<std::int64_t>(i + 1));
       e.field("images_per_sec", rates[i]);
       e.field("peak_rss_bytes", peaks[i]);
-      if (i) per_epoch += ',';
-      per_epoch += e.str();
+      per_epoch.push_back(e.str());
     }
-    j.raw("per_epoch", "[" + per_epoch + "]");
+    j.raw("per_epoch", JsonWriter::array(per_epoch));
     j.field("peak_rss_after_epoch1_bytes", peaks.front());
     j.field("peak_rss_bytes", peaks.back());
     j.field("peak_rss_growth_percent", growth);

@@ -54,6 +54,12 @@ std::string JsonWriter::number(double value) {
   return std::isfinite(value) ? format_double_exact(value) : "null";
 }
 
+std::string JsonWriter::array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out + "]";
+}
+
 void JsonWriter::field(const std::string& key, double value) {
   fields_.emplace_back(key, number(value));
 }

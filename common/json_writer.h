@@ -25,6 +25,8 @@ class JsonWriter {
   static std::string quote(const std::string& text);
   // A number as field() writes it: full precision, null when not finite (for raw arrays).
   static std::string number(double value);
+  // A JSON array of values that are JSON already (quote()d strings, number()s, str()s).
+  static std::string array(const std::vector<std::string>& items);
 
  private:
   std::vector<std::pair<std::string, std::string>> fields_;

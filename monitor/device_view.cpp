@@ -32,7 +32,7 @@ std::string DeviceView::json() const {
   j.field("built", cuda_built);
   j.field("available", available());
   j.field("reason", unavailable_reason);
-  std::string list;
+  std::vector<std::string> list;
   for (const DeviceMemory& d : devices) {
     JsonWriter e;
     e.field("index", static_cast<std::int64_t>(d.index));
@@ -45,10 +45,9 @@ std::string DeviceView::json() const {
     e.field("frugal_allocated_bytes", d.frugal_allocated);
     e.field("process_used_bytes", d.process_used);
     e.field("process_used_note", d.process_used_note);
-    if (!list.empty()) list += ',';
-    list += e.str();
+    list.push_back(e.str());
   }
-  j.raw("devices", "[" + list + "]");
+  j.raw("devices", JsonWriter::array(list));
   return j.str();
 }
 

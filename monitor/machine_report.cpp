@@ -321,14 +321,13 @@ std::string report_json(const MachineReport& r, const std::vector<Advice>& advic
   allocator.field("env", r.alloc_conf_env);
   allocator.field("parsed", r.alloc_conf_parsed);
   allocator.field("error", r.alloc_conf_error);
-  std::string items;
+  std::vector<std::string> items;
   for (const Advice& a : advice) {
     JsonWriter item;
     item.field("level", level_name(a.level));
     item.field("topic", a.topic);
     item.field("text", a.text);
-    if (!items.empty()) items += ',';
-    items += item.str();
+    items.push_back(item.str());
   }
   JsonWriter j;
   j.field("host", r.host);
@@ -337,7 +336,7 @@ std::string report_json(const MachineReport& r, const std::vector<Advice>& advic
   j.raw("cpu", cpu.str());
   j.raw("cuda", r.devices.json());
   j.raw("allocator", allocator.str());
-  j.raw("advice", "[" + items + "]");
+  j.raw("advice", JsonWriter::array(items));
   return j.str();
 }
 

@@ -29,17 +29,10 @@ void Report::print(bool json, double seconds) const {
     out.field("subcommand", subcommand_);
     out.field("title", title_);
     out.field("seconds", seconds);
-    std::string rows, notes;
-    for (const auto& r : rows_json_) {
-      if (!rows.empty()) rows += ',';
-      rows += r;
-    }
-    for (const auto& n : notes_) {
-      if (!notes.empty()) notes += ',';
-      notes += JsonWriter::quote(n);
-    }
-    out.raw("rows", "[" + rows + "]");
-    out.raw("notes", "[" + notes + "]");
+    std::vector<std::string> notes;
+    for (const auto& n : notes_) notes.push_back(JsonWriter::quote(n));
+    out.raw("rows", JsonWriter::array(rows_json_));
+    out.raw("notes", JsonWriter::array(notes));
     out.raw("figures", figures_.str());
     std::printf("%s\n", out.str().c_str());
     return;

@@ -323,12 +323,9 @@ int run(int argc, char** argv) {
     j.field("num_alloc_retries", stats.num_alloc_retries);
     if (cli.has("memory-limit"))
       j.field("memory_limit_bytes", static_cast<std::int64_t>(allocator.memory_limit()));
-    std::string losses;
-    for (double l : step_losses) {
-      if (!losses.empty()) losses += ',';
-      losses += JsonWriter::number(l);
-    }
-    j.raw("step_losses", "[" + losses + "]");
+    std::vector<std::string> losses;
+    for (double l : step_losses) losses.push_back(JsonWriter::number(l));
+    j.raw("step_losses", JsonWriter::array(losses));
     j.field("skipped_steps", skipped_steps);
     if (scaler.is_enabled()) j.field("loss_scale", scaler.get_scale());
     j.field("threads", static_cast<std::int64_t>(kernels::cpu::get_num_threads()));
@@ -344,19 +341,16 @@ int run(int argc, char** argv) {
     j.raw("normalize_std", train::float_list(data_info.std));
     j.field("workers", static_cast<std::int64_t>(cli.get_int("workers")));
     j.field("skipped_files", static_cast<std::int64_t>(skipped_files.size()));
-    std::string names;
-    for (const auto& f : skipped_files) {
-      if (!names.empty()) names += ',';
-      names += JsonWriter::quote(f);
-    }
-    j.raw("skipped", "[" + names + "]");
+    std::vector<std::string> names;
+    for (const auto& f : skipped_files) names.push_back(JsonWriter::quote(f));
+    j.raw("skipped", JsonWriter::array(names));
     j.field("test_accuracy", test_accuracy);
     j.field("train_images_per_sec", images_per_sec);
     j.field("peak_allocated_bytes", stats.allocated_bytes.all().peak);
     j.field("peak_reserved_bytes", stats.reserved_bytes.all().peak);
     j.field("peak_rss_bytes", peak_rss_bytes());
     j.field("parameters", model->parameter_count());
-    std::string per_epoch;
+    std::vector<std::string> per_epoch;
     for (const auto& r : results) {
       JsonWriter e;
       e.field("epoch", r.epoch);
@@ -364,10 +358,9 @@ int run(int argc, char** argv) {
       e.field("train_accuracy", r.train_accuracy);
       e.field("test_accuracy", r.test_accuracy);
       e.field("images_per_sec", r.images_per_sec);
-      if (!per_epoch.empty()) per_epoch += ',';
-      per_epoch += e.str();
+      per_epoch.push_back(e.str());
     }
-    j.raw("per_epoch", "[" + per_epoch + "]");
+    j.raw("per_epoch", JsonWriter::array(per_epoch));
     j.write_file(cli.get("metrics-json"));
   }
   return 0;
