@@ -11,7 +11,8 @@
 
 namespace frugal::alloc {
 
-class HostBackend : public Backend {
+// CPU work is synchronous: events complete when recorded, unless a test makes them manual.
+class HostBackend : public ManualEventsBackend {
  public:
   HostBackend();
 
@@ -28,16 +29,8 @@ class HostBackend : public Backend {
   bool map(void* addr, std::size_t bytes) override;
   void unmap(void* addr, std::size_t bytes) override;
 
-  // CPU work is synchronous: events complete when recorded, unless a test makes them manual.
-  EventHandle record_event(StreamId stream) override { return events_.record(stream); }
-  bool event_completed(EventHandle e) override { return events_.completed(e); }
-  bool wait_event(EventHandle e) override { return events_.completed(e); }
-  void destroy_event(EventHandle e) override { events_.destroy(e); }
-  ManualEvents& events() { return events_; }
-
  private:
   std::size_t total_memory_;
-  ManualEvents events_;
 };
 
 }  // namespace frugal::alloc

@@ -38,4 +38,19 @@ class ManualEvents {
   std::unordered_map<std::uint64_t, Event> events_;
 };
 
+// A backend whose events are ManualEvents: host memory and the simulated device, whose work is
+// synchronous, so an event completes when recorded unless a test holds it back.
+class ManualEventsBackend : public Backend {
+ public:
+  EventHandle record_event(StreamId stream) override { return events_.record(stream); }
+  bool event_completed(EventHandle e) override { return events_.completed(e); }
+  bool wait_event(EventHandle e) override { return events_.completed(e); }
+  void destroy_event(EventHandle e) override { events_.destroy(e); }
+  // Tests drive stream completion through this.
+  ManualEvents& events() { return events_; }
+
+ private:
+  ManualEvents events_;
+};
+
 }  // namespace frugal::alloc

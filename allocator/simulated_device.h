@@ -14,7 +14,7 @@
 
 namespace frugal::alloc {
 
-class SimulatedDevice : public Backend {
+class SimulatedDevice : public ManualEventsBackend {
  public:
   explicit SimulatedDevice(std::size_t capacity, std::size_t granularity = std::size_t{2} << 20);
 
@@ -30,14 +30,6 @@ class SimulatedDevice : public Backend {
   void release_address_range(void* base, std::size_t bytes) override;
   bool map(void* addr, std::size_t bytes) override;
   void unmap(void* addr, std::size_t bytes) override;
-
-  EventHandle record_event(StreamId stream) override { return events_.record(stream); }
-  bool event_completed(EventHandle e) override { return events_.completed(e); }
-  bool wait_event(EventHandle e) override { return events_.completed(e); }
-  void destroy_event(EventHandle e) override { events_.destroy(e); }
-
-  // Tests drive stream completion through this.
-  ManualEvents& events() { return events_; }
 
   // Busy-waits this long in allocate/deallocate/map/unmap, to model cudaMalloc's cost.
   void set_call_cost_ns(std::uint64_t ns) { call_cost_ns_ = ns; }
@@ -58,7 +50,6 @@ class SimulatedDevice : public Backend {
   std::uint64_t calls_ = 0;
   std::uintptr_t next_address_;
   std::map<std::uintptr_t, std::size_t> live_;  // segments and reservations, for checks
-  ManualEvents events_;
 };
 
 }  // namespace frugal::alloc
