@@ -24,6 +24,8 @@ int run(int argc, char** argv) {
   cli.option("batch", "N", "batch size", "128");
   cli.option("threads", "T", "threads", "2");
   cli.option("reps", "R", "timed repeats per layer", "10");
+  cli.option("dtype", "TYPE", "element type of input, weight and gradient: float32 or bfloat16",
+             "float32");
   cli.flag("json", "print the results as JSON");
   if (!cli.parse(argc, argv)) return 0;
   const std::string model = cli.get("model");
@@ -33,21 +35,26 @@ int run(int argc, char** argv) {
   const std::int64_t batch = cli.get_int("batch");
   const int reps = static_cast<int>(cli.get_int("reps"));
   kernels::cpu::set_num_threads(static_cast<int>(cli.get_int("threads")));
+  const std::string dtype_name = cli.get("dtype");
+  FRUGAL_CHECK(dtype_name == "float32" || dtype_name == "bfloat16",
+               "frugal-bench-conv: --dtype must be float32 or bfloat16, got '" + dtype_name + "'");
+  const ScalarType dtype = dtype_name == "bfloat16" ? kBFloat16 : kFloat32;
 
   Generator gen(1);
   std::vector<std::string> rows;
   double total_fwd = 0, total_fwd_bwd = 0;
   for (const auto& s : shapes) {
-    Tensor x = randn({batch, s.in_channels, s.size, s.size}, {}, &gen);
+    Tensor x = randn({batch, s.in_channels, s.size, s.size}, {}, &gen).to(dtype);
     if (s.input_needs_grad) x.requires_grad_();
     const Tensor w =
         mul(randn({s.out_channels, s.in_channels / s.groups, s.kernel, s.kernel}, {}, &gen), 0.1)
+            .to(dtype)
             .requires_grad_();
     const Int2 stride{s.stride, s.stride}, pad{s.padding, s.padding};
     Tensor g;
     {
       NoGradGuard no_grad;
-      g = randn(conv2d(x, w, {}, stride, pad, {1, 1}, s.groups).sizes(), {}, &gen);
+      g = randn(conv2d(x, w, {}, stride, pad, {1, 1}, s.groups).sizes(), {}, &gen).to(dtype);
     }
     const double fwd = bench::median_ns(2, reps, [&] {
       NoGradGuard no_grad;
@@ -72,6 +79,7 @@ int run(int argc, char** argv) {
     JsonWriter j;
     j.field("cpu_isa", kernels::cpu::cpu_isa_name(kernels::cpu::cpu_isa()));
     j.field("model", model);
+    j.field("dtype", dtype_name);
     j.field("batch", batch);
     j.raw("layers", JsonWriter::array(rows));
     j.field("total_forward_ms", total_fwd / 1e6);

@@ -47,13 +47,15 @@ def main():
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+    dtype = getattr(torch, args.dtype)
     rows = []
     for name, cin, cout, size, k, s, p, groups, needs_grad in SHAPES[args.model]:
-        x = torch.randn(args.batch, cin, size, size, requires_grad=needs_grad)
-        w = (torch.randn(cout, cin // groups, k, k) * 0.1).requires_grad_()
+        x = torch.randn(args.batch, cin, size, size).to(dtype).requires_grad_(needs_grad)
+        w = (torch.randn(cout, cin // groups, k, k) * 0.1).to(dtype).requires_grad_()
         with torch.no_grad():
             g = torch.randn_like(F.conv2d(x, w, stride=s, padding=p, groups=groups))
 
@@ -66,7 +68,7 @@ def main():
 
         rows.append({"layer": name, "forward_ms": median_ns(args.reps, forward) / 1e6,
                      "forward_backward_ms": median_ns(args.reps, forward_backward) / 1e6})
-    print(json.dumps({"model": args.model, "batch": args.batch, "layers": rows,
+    print(json.dumps({"model": args.model, "dtype": args.dtype, "batch": args.batch, "layers": rows,
                       "total_forward_ms": sum(r["forward_ms"] for r in rows),
                       "total_forward_backward_ms": sum(r["forward_backward_ms"] for r in rows)}))
 

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/cpu/accumulate.h"
@@ -28,6 +29,9 @@ using detail::to_double;
 
 constexpr std::int64_t kGrain = 32768;
 constexpr int kBlock = 64;  // channels per block when hw == 1
+// With hw > 1, a block is as many neighbouring channels as make a run of about this many
+// elements: one sample's planes of a block are contiguous, so a block is read as n runs.
+constexpr std::int64_t kContiguous = 1024;
 
 struct Shape {
   std::int64_t n, c, hw;
@@ -38,7 +42,9 @@ struct Shape {
 // fn(ch0, w) for blocks of channels covering [0, c), in parallel.
 template <class F>
 void for_each_block(const Shape& s, const F& fn) {
-  const int width = s.hw == 1 ? kBlock : 1;
+  const int width = s.hw == 1 ? kBlock
+                              : static_cast<int>(std::clamp<std::int64_t>(
+                                    kContiguous / std::max<std::int64_t>(1, s.hw), 1, kBlock));
   const std::int64_t blocks = (s.c + width - 1) / width;
   const std::int64_t work = std::max<std::int64_t>(1, s.n * s.hw * width);
   parallel_for(0, blocks, std::max<std::int64_t>(1, kGrain / work),
@@ -50,14 +56,38 @@ void for_each_block(const Shape& s, const F& fn) {
                });
 }
 
-// Runs of up to kRun elements are summed in the compute type (float for float: vector
-// registers, no conversions; a simd reduction lets the compiler split each sum into lanes),
-// and the runs' sums added in double: no float sum holds more than kRun terms.
+// fn(ch, offset) for every plane of hw > 1 data, in memory order, in parallel: the passes that
+// need no statistics stream the tensor front to back. (Channel by channel, consecutive planes
+// are c * hw elements apart: a new page per plane, which the prefetcher does not follow.)
+template <class F>
+void for_each_plane(const Shape& s, const F& fn) {
+  parallel_for(0, s.n * s.c, plane_grain(s.hw), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t p = b; p < e; ++p) fn(p % s.c, p * s.hw);
+  });
+}
+
+// Runs of up to kRun elements are summed in float and the runs' sums added in double: no
+// float sum holds more than kRun terms.
 constexpr std::int64_t kRun = 1024;
 
-// 16-bit data is read and written in runs through float buffers, converted 16 elements at a
-// time (kernels/cpu/convert.h), so the loops below run on float vectors whatever the type;
-// float and double data is used in place.
+// A channel's work is five loops over contiguous planes (plane_*). With AVX-512 they run 16
+// lanes at a time in registers, 16-bit data widened and rounded there (kernels/cpu/convert.h),
+// the last step masked: float, bfloat16 and float16 take the same instructions, so 16-bit
+// results are the float kernel's on the widened data, rounded once. (Widening into a float
+// buffer first made the 49- and 196-value planes of 7x7 and 14x14 layers wait on every tail:
+// a masked store does not forward to the loads that read it back.) Otherwise 16-bit data is
+// converted in runs through float buffers and the loops are the compiler's.
+#if FRUGAL_CONVERT_AVX512
+template <class T>
+constexpr bool kVectorPlanes = std::is_same_v<T, float> || is_16bit_float_v<T>;
+using convert_detail::narrow16;
+using convert_detail::tail_mask;
+using convert_detail::widen16;
+#else
+template <class T>
+constexpr bool kVectorPlanes = false;
+#endif
+
 template <class T>
 const compute_t<T>* load_run(const T* x, std::int64_t len, compute_t<T>* buffer) {
   if constexpr (std::is_same_v<T, compute_t<T>>) {
@@ -81,34 +111,145 @@ void store_run(const compute_t<T>* values, T* out, std::int64_t len) {
   if constexpr (!std::is_same_v<T, compute_t<T>>) from_float(values, out, len);
 }
 
+// sum(x) and sum((x - m)^2) of one plane: sum of squared deviations when `deviations`.
+template <class T, bool deviations>
+double plane_sum(const T* x, std::int64_t n, compute_t<T> m = 0) {
+  using C = compute_t<T>;
+  double sum = 0;
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t len = std::min(n - r0, kRun);
+#if FRUGAL_CONVERT_AVX512
+    if constexpr (kVectorPlanes<T>) {
+      const __m512 vm = _mm512_set1_ps(m);
+      __m512 run = _mm512_setzero_ps();
+      for (std::int64_t e = 0; e < len; e += 16) {
+        const __mmask16 k = tail_mask(len - e);
+        const __m512 v = widen16(x + r0 + e, k);
+        if constexpr (deviations) {
+          const __m512 d = _mm512_maskz_sub_ps(k, v, vm);
+          run = _mm512_fmadd_ps(d, d, run);
+        } else {
+          run = _mm512_add_ps(run, v);
+        }
+      }
+      sum += static_cast<double>(_mm512_reduce_add_ps(run));
+      continue;
+    }
+#endif
+    alignas(64) C buffer[kRun];
+    const C* xr = load_run(x + r0, len, buffer);
+    C run = 0;
+    if constexpr (deviations) {
+#pragma omp simd reduction(+ : run)
+      for (std::int64_t e = 0; e < len; ++e) run += (xr[e] - m) * (xr[e] - m);
+    } else {
+#pragma omp simd reduction(+ : run)
+      for (std::int64_t e = 0; e < len; ++e) run += xr[e];
+    }
+    sum += static_cast<double>(run);
+  }
+  return sum;
+}
+
+// out = max(floor, in * k + b) over one plane (NaN stays NaN).
+template <class T>
+void plane_affine(const T* in, T* out, std::int64_t n, compute_t<T> k, compute_t<T> b,
+                  compute_t<T> floor) {
+  using C = compute_t<T>;
+#if FRUGAL_CONVERT_AVX512
+  if constexpr (kVectorPlanes<T>) {
+    const __m512 vk = _mm512_set1_ps(k), vb = _mm512_set1_ps(b), vf = _mm512_set1_ps(floor);
+    for (std::int64_t e = 0; e < n; e += 16) {
+      const __mmask16 m = tail_mask(n - e);
+      // max takes its second operand when either is NaN: a NaN sum is kept.
+      narrow16(_mm512_max_ps(vf, _mm512_fmadd_ps(widen16(in + e, m), vk, vb)), out + e, m);
+    }
+    return;
+  }
+#endif
+  alignas(64) C in_buffer[kRun], out_buffer[kRun];
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t len = std::min(n - r0, kRun);
+    const C* ar = load_run(in + r0, len, in_buffer);
+    C* orun = run_target(out + r0, out_buffer);
+    for (std::int64_t e = 0; e < len; ++e) {
+      const C v = ar[e] * k + b;
+      orun[e] = v < floor ? floor : v;
+    }
+    store_run(orun, out + r0, len);
+  }
+}
+
+// *sum_g += sum(g), *sum_gx += sum(g * (x - m)) over one plane.
+template <class T>
+void plane_grad_sums(const T* g, const T* x, std::int64_t n, compute_t<T> m, double* sum_g,
+                     double* sum_gx) {
+  using C = compute_t<T>;
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t len = std::min(n - r0, kRun);
+#if FRUGAL_CONVERT_AVX512
+    if constexpr (kVectorPlanes<T>) {
+      const __m512 vm = _mm512_set1_ps(m);
+      __m512 sg = _mm512_setzero_ps(), sgx = _mm512_setzero_ps();
+      for (std::int64_t e = 0; e < len; e += 16) {
+        const __mmask16 k = tail_mask(len - e);
+        const __m512 gv = widen16(g + r0 + e, k);
+        sg = _mm512_add_ps(sg, gv);
+        sgx = _mm512_fmadd_ps(gv, _mm512_maskz_sub_ps(k, widen16(x + r0 + e, k), vm), sgx);
+      }
+      *sum_g += static_cast<double>(_mm512_reduce_add_ps(sg));
+      *sum_gx += static_cast<double>(_mm512_reduce_add_ps(sgx));
+      continue;
+    }
+#endif
+    alignas(64) C g_buffer[kRun], x_buffer[kRun];
+    const C* gr = load_run(g + r0, len, g_buffer);
+    const C* xr = load_run(x + r0, len, x_buffer);
+    C sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
+    for (std::int64_t e = 0; e < len; ++e) {
+      sg += gr[e];
+      sgx += gr[e] * (xr[e] - m);
+    }
+    *sum_g += static_cast<double>(sg);
+    *sum_gx += static_cast<double>(sgx);
+  }
+}
+
+// gx = g * k + x * q + r over one plane.
+template <class T>
+void plane_grad_input(const T* g, const T* x, T* gx, std::int64_t n, compute_t<T> k,
+                      compute_t<T> q, compute_t<T> r) {
+  using C = compute_t<T>;
+#if FRUGAL_CONVERT_AVX512
+  if constexpr (kVectorPlanes<T>) {
+    const __m512 vk = _mm512_set1_ps(k), vq = _mm512_set1_ps(q), vr = _mm512_set1_ps(r);
+    for (std::int64_t e = 0; e < n; e += 16) {
+      const __mmask16 m = tail_mask(n - e);
+      const __m512 xq_r = _mm512_fmadd_ps(widen16(x + e, m), vq, vr);
+      narrow16(_mm512_fmadd_ps(widen16(g + e, m), vk, xq_r), gx + e, m);
+    }
+    return;
+  }
+#endif
+  alignas(64) C g_buffer[kRun], x_buffer[kRun], out_buffer[kRun];
+  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
+    const std::int64_t len = std::min(n - r0, kRun);
+    const C* gr = load_run(g + r0, len, g_buffer);
+    const C* xr = load_run(x + r0, len, x_buffer);
+    C* orun = run_target(gx + r0, out_buffer);
+    for (std::int64_t e = 0; e < len; ++e) orun[e] = gr[e] * k + xr[e] * q + r;
+    store_run(orun, gx + r0, len);
+  }
+}
+
 // Two-pass moments of one contiguous plane, read from cache the second time.
 template <class T>
 Moments plane_moments(const T* x, std::int64_t n) {
   using C = compute_t<T>;
-  alignas(64) C buffer[kRun];
-  double sum = 0;
-  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
-    const std::int64_t len = std::min(n - r0, kRun);
-    const C* xr = load_run(x + r0, len, buffer);
-    C run = 0;
-#pragma omp simd reduction(+ : run)
-    for (std::int64_t e = 0; e < len; ++e) run += xr[e];
-    sum += static_cast<double>(run);
-  }
-  const double mean = sum / static_cast<double>(n);
+  const double mean = plane_sum<T, false>(x, n) / static_cast<double>(n);
   const C m = static_cast<C>(mean);
-  double m2 = 0;
-  for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
-    const std::int64_t len = std::min(n - r0, kRun);
-    const C* xr = load_run(x + r0, len, buffer);
-    C run = 0;
-#pragma omp simd reduction(+ : run)
-    for (std::int64_t e = 0; e < len; ++e) {
-      const C d = xr[e] - m;
-      run += d * d;
-    }
-    m2 += static_cast<double>(run);
-  }
+  double m2 = plane_sum<T, true>(x, n, m);
   // The deviations were taken from the rounded mean: correct m2 to the exact one.
   const double shift = mean - static_cast<double>(m);
   m2 -= static_cast<double>(n) * shift * shift;
@@ -130,11 +271,9 @@ void block_moments(const T* x, const Shape& s, std::int64_t ch0, int w, Moments*
     for (int j = 0; j < w; ++j) m[j] = Moments{static_cast<double>(s.n), mean[j], m2[j]};
     return;
   }
-  for (int j = 0; j < w; ++j) {
-    m[j] = Moments{};
-    for (std::int64_t i = 0; i < s.n; ++i)
-      m[j].merge(plane_moments(x + s.offset(i, ch0 + j), s.hw));
-  }
+  for (int j = 0; j < w; ++j) m[j] = Moments{};
+  for (std::int64_t i = 0; i < s.n; ++i)
+    for (int j = 0; j < w; ++j) m[j].merge(plane_moments(x + s.offset(i, ch0 + j), s.hw));
 }
 
 // out = in * scale[channel] + shift[channel], then max(0, .) with relu (NaN stays NaN).
@@ -154,23 +293,10 @@ void block_affine(const T* in, T* out, const Shape& s, std::int64_t ch0, int w,
     }
     return;
   }
-  alignas(64) C in_buffer[kRun], out_buffer[kRun];
-  for (int j = 0; j < w; ++j)
-    for (std::int64_t i = 0; i < s.n; ++i) {
-      const T* a = in + s.offset(i, ch0 + j);
-      T* o = out + s.offset(i, ch0 + j);
-      const C k = scale[j], b = shift[j];
-      for (std::int64_t r0 = 0; r0 < s.hw; r0 += kRun) {
-        const std::int64_t len = std::min(s.hw - r0, kRun);
-        const C* ar = load_run(a + r0, len, in_buffer);
-        C* orun = run_target(o + r0, out_buffer);
-        for (std::int64_t e = 0; e < len; ++e) {
-          const C v = ar[e] * k + b;
-          orun[e] = v < floor ? floor : v;
-        }
-        store_run(orun, o + r0, len);
-      }
-    }
+  for (std::int64_t i = 0; i < s.n; ++i)
+    for (int j = 0; j < w; ++j)
+      plane_affine(in + s.offset(i, ch0 + j), out + s.offset(i, ch0 + j), s.hw, scale[j], shift[j],
+                   floor);
 }
 
 // sum_gy = sum(gy), sum_gyx = sum(gy * (x - mean)) per channel, in one pass over both.
@@ -188,33 +314,13 @@ void block_grad_sums(const T* gy, const T* x, const Shape& s, std::int64_t ch0, 
       }
     return;
   }
-  // Float runs added in double, as in plane_moments.
   using C = compute_t<T>;
-  alignas(64) C g_buffer[kRun], x_buffer[kRun];
-  for (int j = 0; j < w; ++j) {
-    double tg = 0, tgx = 0;
-    const C m = static_cast<C>(mean[j]);
-    for (std::int64_t i = 0; i < s.n; ++i) {
-      const T* g = gy + s.offset(i, ch0 + j);
-      const T* v = x + s.offset(i, ch0 + j);
-      for (std::int64_t r0 = 0; r0 < s.hw; r0 += kRun) {
-        const std::int64_t len = std::min(s.hw - r0, kRun);
-        const C* gr = load_run(g + r0, len, g_buffer);
-        const C* vr = load_run(v + r0, len, x_buffer);
-        C sg = 0, sgx = 0;
-#pragma omp simd reduction(+ : sg, sgx)
-        for (std::int64_t e = 0; e < len; ++e) {
-          const C gk = gr[e];
-          sg += gk;
-          sgx += gk * (vr[e] - m);
-        }
-        tg += static_cast<double>(sg);
-        tgx += static_cast<double>(sgx);
-      }
-    }
-    sum_gy[j] = tg;
-    sum_gyx[j] = tgx;
-  }
+  C m[kBlock];
+  for (int j = 0; j < w; ++j) m[j] = static_cast<C>(mean[j]);
+  for (std::int64_t i = 0; i < s.n; ++i)
+    for (int j = 0; j < w; ++j)
+      plane_grad_sums(gy + s.offset(i, ch0 + j), x + s.offset(i, ch0 + j), s.hw, m[j], &sum_gy[j],
+                      &sum_gyx[j]);
 }
 
 // gx = gy * k + x * q + r per channel: the training backward's input gradient, expanded.
@@ -222,17 +328,6 @@ template <class T>
 void block_grad_input(const T* gy, const T* x, T* gx, const Shape& s, std::int64_t ch0, int w,
                       const compute_t<T>* k, const compute_t<T>* q, const compute_t<T>* r) {
   using C = compute_t<T>;
-  alignas(64) C g_buffer[kRun], x_buffer[kRun], out_buffer[kRun];
-  auto row = [&](std::int64_t off, std::int64_t n, C kj, C qj, C rj) {
-    for (std::int64_t r0 = 0; r0 < n; r0 += kRun) {
-      const std::int64_t len = std::min(n - r0, kRun);
-      const C* gr = load_run(gy + off + r0, len, g_buffer);
-      const C* xr = load_run(x + off + r0, len, x_buffer);
-      C* orun = run_target(gx + off + r0, out_buffer);
-      for (std::int64_t e = 0; e < len; ++e) orun[e] = gr[e] * kj + xr[e] * qj + rj;
-      store_run(orun, gx + off + r0, len);
-    }
-  };
   if (s.hw == 1) {
     for (std::int64_t i = 0; i < s.n; ++i) {
       const std::int64_t off = i * s.c + ch0;
@@ -242,8 +337,11 @@ void block_grad_input(const T* gy, const T* x, T* gx, const Shape& s, std::int64
     }
     return;
   }
-  for (int j = 0; j < w; ++j)
-    for (std::int64_t i = 0; i < s.n; ++i) row(s.offset(i, ch0 + j), s.hw, k[j], q[j], r[j]);
+  for (std::int64_t i = 0; i < s.n; ++i)
+    for (int j = 0; j < w; ++j) {
+      const std::int64_t off = s.offset(i, ch0 + j);
+      plane_grad_input(gy + off, x + off, gx + off, s.hw, k[j], q[j], r[j]);
+    }
 }
 
 template <class P>
@@ -293,16 +391,24 @@ void batch_norm_forward_eval(const T* x, const compute_t<T>* weight, const compu
                              bool relu) {
   using C = compute_t<T>;
   const Shape s{n, c, hw};
-  for_each_block(s, [&](std::int64_t ch0, int w) {
-    C scale[kBlock], shift[kBlock];
-    for (int j = 0; j < w; ++j) {
-      const std::int64_t ch = ch0 + j;
-      const double k =
-          param(weight, ch, 1.0) / std::sqrt(static_cast<double>(running_var[ch]) + eps);
-      scale[j] = static_cast<C>(k);
-      shift[j] = static_cast<C>(param(bias, ch, 0.0) - static_cast<double>(running_mean[ch]) * k);
-    }
-    block_affine(x, y, s, ch0, w, scale, shift, relu);
+  auto affine_of = [&](std::int64_t ch, C* scale, C* shift) {
+    const double k = param(weight, ch, 1.0) / std::sqrt(static_cast<double>(running_var[ch]) + eps);
+    *scale = static_cast<C>(k);
+    *shift = static_cast<C>(param(bias, ch, 0.0) - static_cast<double>(running_mean[ch]) * k);
+  };
+  if (hw == 1) {
+    for_each_block(s, [&](std::int64_t ch0, int w) {
+      C scale[kBlock], shift[kBlock];
+      for (int j = 0; j < w; ++j) affine_of(ch0 + j, &scale[j], &shift[j]);
+      block_affine(x, y, s, ch0, w, scale, shift, relu);
+    });
+    return;
+  }
+  std::vector<C> scale(static_cast<std::size_t>(c)), shift(scale.size());
+  for (std::int64_t ch = 0; ch < c; ++ch) affine_of(ch, &scale[ch], &shift[ch]);
+  const C floor = relu ? C(0) : -std::numeric_limits<C>::infinity();
+  for_each_plane(s, [&](std::int64_t ch, std::int64_t off) {
+    plane_affine(x + off, y + off, hw, scale[ch], shift[ch], floor);
   });
 }
 

@@ -47,6 +47,8 @@ inline void narrow16(__m512 f, BFloat16* dst, __mmask16 m) {
       _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
   _mm256_mask_storeu_epi16(dst, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
 }
+// And float again (a masked store), so that loops over any element type write floats alike.
+inline void narrow16(__m512 f, float* dst, __mmask16 m) { _mm512_mask_storeu_ps(dst, m, f); }
 inline void narrow16(__m512 f, Half* dst, __mmask16 m) {
   _mm256_mask_storeu_epi16(dst, m,
                            _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
