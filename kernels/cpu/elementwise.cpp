@@ -100,7 +100,9 @@ template <class T>
 void relu_backward_16bit(const StridedLoop& loop) {
   const std::int16_t inf_bits = std::is_same_v<T, BFloat16> ? 0x7f80 : 0x7c00;
   for_each_run(loop, kElementwiseGrain, [&](char* const* p, const std::int64_t* s, std::int64_t n) {
-    auto at = [&](int k, std::int64_t i) { return reinterpret_cast<std::int16_t*>(p[k] + i * s[k]); };
+    auto at = [&](int k, std::int64_t i) {
+      return reinterpret_cast<std::int16_t*>(p[k] + i * s[k]);
+    };
     std::int64_t i = 0;
 #if FRUGAL_CONVERT_AVX512
     constexpr std::int64_t e = sizeof(T);
@@ -109,7 +111,8 @@ void relu_backward_16bit(const StridedLoop& loop) {
       for (; i < n; i += 32) {
         const __mmask32 m = n - i >= 32 ? ~__mmask32(0) : (__mmask32(1) << (n - i)) - 1;
         const __m512i y = _mm512_maskz_loadu_epi16(m, at(2, i));
-        const __mmask32 pass = _mm512_mask_cmple_epi16_mask(_mm512_cmpgt_epi16_mask(y, zero), y, inf);
+        const __mmask32 pass =
+            _mm512_mask_cmple_epi16_mask(_mm512_cmpgt_epi16_mask(y, zero), y, inf);
         _mm512_mask_storeu_epi16(at(0, i), m, _mm512_maskz_loadu_epi16(pass & m, at(1, i)));
       }
       return;

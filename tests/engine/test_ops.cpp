@@ -193,8 +193,8 @@ TEST_CASE("float16 and bfloat16 tensors compute in float32 inside and match floa
 // subnormals, infinities, NaN), across the 32-lane steps and on strided operands.
 template <class T>
 void check_relu_backward_bits(ScalarType t) {
-  const float specials[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1.0f, -1.0f,
-                            INFINITY, -INFINITY, NAN, 3e38f, -3e38f, 0.5f};
+  const float specials[] = {0.0f,     -0.0f,     1e-40f, -1e-40f, 1.0f,   -1.0f,
+                            INFINITY, -INFINITY, NAN,    3e38f,   -3e38f, 0.5f};
   Generator gen(9);
   Tensor y = randn({7, 11}, {}, &gen).to(t).contiguous();
   for (std::int64_t i = 0; i < y.numel(); i += 2)
